@@ -1,0 +1,5 @@
+"""Allow ``python -m chit``."""
+
+from chit.cli.main import main
+
+main()

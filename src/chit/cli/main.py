@@ -1,0 +1,81 @@
+"""The ``chit`` command: a click group whose commands live in sibling modules.
+
+stdout carries data only; errors are one line on stderr with a stable exit code
+(``chit.errors.ExitCode``). Tracebacks are shown only with ``CHIT_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from typing import Any
+
+import click
+
+from chit import __version__
+from chit.errors import ChitError, ExitCode
+
+
+class ChitGroup(click.Group):
+    """A click group that maps chit errors to one stderr line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except ChitError as exc:
+            fail(exc.message, exc.exit_code)
+        except sqlite3.OperationalError as exc:
+            fail(f"store error: {exc}", ExitCode.STORE)
+        except KeyboardInterrupt:
+            fail("interrupted", ExitCode.INTERNAL)
+        except Exception as exc:  # a bug: keep the terminal clean, offer the details
+            if os.environ.get("CHIT_DEBUG"):
+                raise
+            fail(
+                f"internal error: {type(exc).__name__}: {exc} (run with CHIT_DEBUG=1 for details)",
+                ExitCode.INTERNAL,
+            )
+
+
+def fail(message: str, code: ExitCode) -> None:
+    """Print ``chit: message`` on stderr and exit with ``code``."""
+    click.echo(f"chit: {message}", err=True)
+    sys.exit(int(code))
+
+
+@click.group(cls=ChitGroup, invoke_without_command=True)
+@click.version_option(__version__, prog_name="chit")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    envvar="CHIT_HOME",
+    help="chit's home directory (default: $CHIT_HOME, else the user data dir).",
+)
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """chit: durable work receipts for MCP tasks."""
+    ctx.ensure_object(dict)
+    ctx.obj["home"] = home
+    if ctx.invoked_subcommand is None:
+        from chit.cli.commands_open import open_default
+
+        open_default(ctx)
+
+
+def _register() -> None:
+    from chit.cli import commands_open
+
+    for module in (commands_open,):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point of the ``chit`` console script."""
+    cli(prog_name="chit")

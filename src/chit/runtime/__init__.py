@@ -1,0 +1,1 @@
+"""chit.runtime."""
