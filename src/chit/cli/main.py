@@ -66,11 +66,21 @@ def cli(ctx: click.Context, home: str | None) -> None:
 
 
 def _register() -> None:
-    from chit.cli import commands_open
+    """Add the commands of every ``chit.cli.commands_*`` module (each exports COMMANDS).
 
-    for module in (commands_open,):
-        for command in module.COMMANDS:
-            cli.add_command(command)
+    Command modules import heavy dependencies (mcp, textual) inside their functions so
+    that ``chit --version`` and ``chit receipts`` stay fast.
+    """
+    import importlib
+    import pkgutil
+
+    import chit.cli as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("commands_"):
+            module = importlib.import_module(f"chit.cli.{info.name}")
+            for command in getattr(module, "COMMANDS", []):
+                cli.add_command(command)
 
 
 _register()
