@@ -1,0 +1,184 @@
+"""The store's schema, as an ordered list of sqlite-utils migrations.
+
+sqlite-utils 4.2 ships ``sqlite_utils.migrations.Migrations`` (named migrations recorded in
+``_sqlite_migrations``); chit uses it rather than a home-grown table. On top of it:
+
+* each migration also sets ``PRAGMA user_version`` to its ordinal, so "is this file from a
+  newer chit?" is one header read, answered before any write;
+* migrations run inside ``BEGIN IMMEDIATE`` (sqlite-utils' own per-migration ``atomic()``
+  nests as a savepoint), so two processes opening a fresh home at once migrate it once.
+
+Add migrations at the end; never edit or reorder a released one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+from chit.store.db import fetch_all, fetch_one, immediate, translated
+from chit.store.errors import StoreCorrupt, StoreTooNew
+
+MIGRATION_SET = "chit.store"
+
+migrations = Migrations(MIGRATION_SET)
+
+_INITIAL = [
+    """CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    # Columns beside `doc` are projections of the pydantic model, kept for indexes and
+    # filters; `doc` (model_dump_json) is the authority. `active` is 1 while the
+    # lifecycle is not terminal, so the due-scan is a short index range.
+    """CREATE TABLE receipts (
+        receipt_id TEXT PRIMARY KEY,
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        purpose TEXT,
+        work_ref TEXT,
+        state TEXT NOT NULL,
+        active INTEGER NOT NULL,
+        retrieval TEXT NOT NULL,
+        acceptance TEXT NOT NULL,
+        cancel_posture TEXT NOT NULL,
+        accepted_at TEXT NOT NULL,
+        status_at TEXT NOT NULL,
+        next_check_at TEXT,
+        expires_at TEXT,
+        request_key TEXT NOT NULL UNIQUE,
+        handle_blob BLOB,
+        handle_fp TEXT,
+        version INTEGER NOT NULL,
+        doc TEXT NOT NULL
+    )""",
+    # Keyset pagination (newest status first) with and without each filter.
+    "CREATE INDEX receipts_by_status ON receipts(status_at, receipt_id)",
+    "CREATE INDEX receipts_by_state ON receipts(state, status_at, receipt_id)",
+    "CREATE INDEX receipts_by_server ON receipts(server, status_at, receipt_id)",
+    "CREATE INDEX receipts_by_work ON receipts(work_ref, status_at, receipt_id)",
+    "CREATE INDEX receipts_due ON receipts(active, next_check_at)",
+    """CREATE TABLE observations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        receipt_id TEXT NOT NULL REFERENCES receipts(receipt_id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        source TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT,
+        message TEXT,
+        applied INTEGER NOT NULL,
+        changes TEXT NOT NULL DEFAULT '[]',
+        UNIQUE (receipt_id, seq)
+    )""",
+    # The timeline is history: rows are appended, never edited (deleting a receipt still
+    # cascades).
+    """CREATE TRIGGER observations_append_only BEFORE UPDATE ON observations
+       BEGIN SELECT RAISE(ABORT, 'observations are append-only'); END""",
+    """CREATE TABLE intents (
+        request_key TEXT PRIMARY KEY,
+        server TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args_digest TEXT NOT NULL,
+        purpose TEXT,
+        work_ref TEXT,
+        state TEXT NOT NULL,
+        receipt_id TEXT REFERENCES receipts(receipt_id) ON DELETE SET NULL,
+        attempts INTEGER NOT NULL,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX intents_by_state ON intents(state, created_at)",
+    "CREATE INDEX intents_by_receipt ON intents(receipt_id)",
+    """CREATE TABLE work_records (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        purpose TEXT,
+        task_key TEXT,
+        status TEXT NOT NULL,
+        owner TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        completed_at TEXT,
+        completion_summary TEXT,
+        deleted_at TEXT
+    )""",
+    "CREATE INDEX work_by_task_key ON work_records(task_key)",
+    "CREATE INDEX work_by_updated ON work_records(updated_at, id)",
+    """CREATE TABLE work_notes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        work_id TEXT NOT NULL REFERENCES work_records(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        text TEXT NOT NULL,
+        UNIQUE (work_id, seq)
+    )""",
+]
+
+
+@migrations(name="0001_initial")
+def m0001_initial(db: sqlite_utils.Database) -> None:
+    """Create the meta, receipts, observations, intents and work-record tables."""
+    for statement in _INITIAL:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=1")
+
+
+KNOWN = [m.name for m in migrations._migrations]
+SCHEMA_VERSION = len(KNOWN)
+"""The schema version this chit writes (= number of migrations)."""
+
+
+def user_version(db: sqlite_utils.Database) -> int:
+    """Return the file's ``PRAGMA user_version`` (0 for a new file)."""
+    row = fetch_one(db, "PRAGMA user_version")
+    return int(row[0]) if row is not None else 0
+
+
+def _check_not_newer(db: sqlite_utils.Database) -> None:
+    version = user_version(db)
+    if version > SCHEMA_VERSION:
+        raise StoreTooNew(
+            f"the chit store has schema version {version}, newer than this chit "
+            f"understands ({SCHEMA_VERSION}); upgrade chit to open it"
+        )
+    if not db[migrations.migrations_table].exists():
+        return
+    applied = fetch_all(
+        db,
+        f"SELECT name FROM {migrations.migrations_table} WHERE migration_set = ?",
+        [MIGRATION_SET],
+    )
+    unknown = sorted({str(r["name"]) for r in applied} - set(KNOWN))
+    if unknown:
+        raise StoreTooNew(
+            "the chit store was migrated by a newer chit (unknown migrations: "
+            f"{', '.join(unknown)}); upgrade chit to open it"
+        )
+
+
+def migrate(db: sqlite_utils.Database) -> int:
+    """Bring the schema up to ``SCHEMA_VERSION``; idempotent and cheap when current.
+
+    Returns:
+        The schema version after migrating.
+
+    Raises:
+        StoreTooNew: the file was written by a newer chit (nothing is changed).
+        StoreCorrupt: the file is not a database.
+    """
+    try:
+        with translated():
+            _check_not_newer(db)
+            # Fast path for every open after the first: a read, no write lock.
+            if user_version(db) == SCHEMA_VERSION and not migrations.pending(db):
+                return SCHEMA_VERSION
+            with immediate(db):
+                _check_not_newer(db)  # re-check under the lock: another process may have won
+                migrations.apply(db)
+    except sqlite3.DatabaseError as exc:  # pragma: no cover - translated() covers it
+        raise StoreCorrupt(f"the chit store is damaged: {exc}") from exc
+    return user_version(db)

@@ -1,0 +1,113 @@
+"""The append-only timeline of each receipt (table ``observations``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+import sqlite_utils
+
+from chit import clock
+from chit.receipts import LifecycleState, Observation, ObservationKind, ObservationSource
+from chit.store.db import fetch_all, fetch_one, immediate, write
+from chit.store.errors import RecordNotFound
+
+_INSERT = (
+    "INSERT INTO observations (receipt_id, seq, at, source, kind, status, message, applied,"
+    " changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def append_rows(db: sqlite_utils.Database, observations: Iterable[Observation]) -> list[int]:
+    """Append observations inside the caller's transaction; return their sequence numbers.
+
+    Sequence numbers are per receipt, gap-free and assigned under the write lock, so the
+    timeline order is the commit order even across processes.
+    """
+    seqs: list[int] = []
+    next_seq: dict[str, int] = {}
+    for obs in observations:
+        if obs.receipt_id not in next_seq:
+            row = fetch_one(
+                db,
+                "SELECT coalesce(max(seq), 0) FROM observations WHERE receipt_id = ?",
+                [obs.receipt_id],
+            )
+            next_seq[obs.receipt_id] = int(row[0]) + 1
+        seq = next_seq[obs.receipt_id]
+        next_seq[obs.receipt_id] = seq + 1
+        write(
+            db,
+            _INSERT,
+            [
+                obs.receipt_id,
+                seq,
+                clock.iso(obs.at),
+                obs.source.value,
+                obs.kind.value,
+                obs.status.value if obs.status is not None else None,
+                obs.message,
+                int(obs.applied),
+                json.dumps(list(obs.changes)),
+            ],
+        )
+        seqs.append(seq)
+    return seqs
+
+
+def row_to_observation(row: sqlite3.Row) -> Observation:
+    """Rebuild an ``Observation`` from its row."""
+    return Observation(
+        receipt_id=row["receipt_id"],
+        at=clock.parse_iso(row["at"]),
+        source=ObservationSource(row["source"]),
+        kind=ObservationKind(row["kind"]),
+        status=LifecycleState(row["status"]) if row["status"] is not None else None,
+        message=row["message"],
+        applied=bool(row["applied"]),
+        changes=tuple(json.loads(row["changes"])),
+    )
+
+
+class ObservationRepository:
+    """Append to and read the timeline; rows are never updated (a trigger enforces it)."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self._db = db
+
+    def append(self, *observations: Observation) -> list[int]:
+        """Append one or more observations in one transaction.
+
+        Returns:
+            The per-receipt sequence number given to each observation.
+
+        Raises:
+            RecordNotFound: an observation names a receipt that does not exist.
+        """
+        try:
+            with immediate(self._db):
+                return append_rows(self._db, observations)
+        except sqlite3.IntegrityError as exc:
+            if "FOREIGN KEY" in str(exc):
+                raise RecordNotFound("no such receipt for this observation") from exc
+            raise
+
+    def timeline(self, receipt_id: str) -> list[Observation]:
+        """Return a receipt's observations in the order they were appended."""
+        rows = fetch_all(
+            self._db,
+            "SELECT * FROM observations WHERE receipt_id = ? ORDER BY seq",
+            [receipt_id],
+        )
+        return [row_to_observation(row) for row in rows]
+
+    def count(self, receipt_id: str | None = None) -> int:
+        """Count observations (of one receipt, or all)."""
+        if receipt_id is None:
+            rows = fetch_all(self._db, "SELECT count(*) FROM observations")
+        else:
+            rows = fetch_all(
+                self._db, "SELECT count(*) FROM observations WHERE receipt_id = ?", [receipt_id]
+            )
+        return int(rows[0][0])

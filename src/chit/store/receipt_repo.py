@@ -1,0 +1,389 @@
+"""Receipts (table ``receipts``): written once accepted, updated with optimistic concurrency.
+
+Data boundary: this repository never sees a plaintext task handle. It takes the sealed
+blob (``bytes`` from the vault) and its short fingerprint, stores the blob in a BLOB column
+and hands it back only through ``handle_blob()``; receipts read by ``get``/``list`` carry
+the fingerprint (``Receipt.handle``), never the blob.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlite_utils
+
+from chit import clock
+from chit.errors import Conflict
+from chit.receipts import Intent, IntentState, LifecycleState, Observation, Receipt
+from chit.store.db import fetch_all, fetch_one, immediate, snapshot, write
+from chit.store.errors import AlreadyExists, AmbiguousPrefix, RecordNotFound, StaleWrite
+from chit.store.intent_repo import upsert_intent
+from chit.store.observation_repo import append_rows
+from chit.store.paging import Page, decode_cursor, encode_cursor, like_pattern
+
+_COLUMNS = (
+    "receipt_id, server, tool, purpose, work_ref, state, active, retrieval, acceptance,"
+    " cancel_posture, accepted_at, status_at, next_check_at, expires_at, request_key,"
+    " handle_blob, handle_fp, version, doc"
+)
+_INSERT = (
+    f"INSERT INTO receipts ({_COLUMNS}) VALUES (:receipt_id, :server, :tool, :purpose,"
+    " :work_ref, :state, :active, :retrieval, :acceptance, :cancel_posture, :accepted_at,"
+    " :status_at, :next_check_at, :expires_at, :request_key, :handle_blob, :handle_fp,"
+    " :version, :doc)"
+)
+_UPDATE = (
+    "UPDATE receipts SET server = :server, tool = :tool, purpose = :purpose,"
+    " work_ref = :work_ref, state = :state, active = :active, retrieval = :retrieval,"
+    " acceptance = :acceptance, cancel_posture = :cancel_posture, status_at = :status_at,"
+    " next_check_at = :next_check_at, expires_at = :expires_at,"
+    " version = :version, doc = :doc"
+    " WHERE receipt_id = :receipt_id AND version = :expected"
+)
+# Everything but the sealed blob: list/get never load ciphertext they do not need.
+_READ = "SELECT doc FROM receipts"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return clock.iso(value) if value is not None else None
+
+
+def _params(receipt: Receipt) -> dict[str, Any]:
+    return {
+        "receipt_id": receipt.receipt_id,
+        "server": receipt.server,
+        "tool": receipt.tool,
+        "purpose": receipt.purpose,
+        "work_ref": receipt.work_ref,
+        "state": receipt.state.value,
+        "active": 0 if receipt.is_terminal else 1,
+        "retrieval": receipt.retrieval.value,
+        "acceptance": receipt.acceptance.state.value,
+        "cancel_posture": receipt.cancel.posture.value,
+        "accepted_at": clock.iso(receipt.accepted_at),
+        "status_at": clock.iso(receipt.status_at),
+        "next_check_at": _iso(receipt.next_check_at),
+        "expires_at": _iso(receipt.expires_at),
+        "request_key": receipt.request_key,
+        "handle_fp": receipt.handle.fingerprint if receipt.handle is not None else None,
+        "version": receipt.version,
+        "doc": receipt.model_dump_json(),
+    }
+
+
+def _check_handle(receipt: Receipt, handle_blob: bytes | None, handle_fp: str | None) -> None:
+    # A str here would be a plaintext handle on its way into the file: refuse it loudly.
+    if handle_blob is not None and not isinstance(handle_blob, bytes | bytearray):
+        raise TypeError("handle_blob must be the sealed ciphertext (bytes), not plaintext")
+    if (handle_blob is None) != (handle_fp is None):
+        raise ValueError("handle_blob and handle_fp go together")
+    if (
+        receipt.handle is not None
+        and handle_fp is not None
+        and (receipt.handle.fingerprint != handle_fp)
+    ):
+        raise ValueError("handle_fp does not match receipt.handle.fingerprint")
+
+
+def _parse(rows: Iterable[sqlite3.Row]) -> list[Receipt]:
+    return [Receipt.model_validate_json(row["doc"]) for row in rows]
+
+
+def _raise_duplicate(exc: sqlite3.IntegrityError, receipt: Receipt) -> None:
+    text = str(exc)
+    if "UNIQUE" in text and "request_key" in text:
+        raise AlreadyExists(
+            f"a receipt for request key {receipt.request_key} already exists"
+        ) from exc
+    if "UNIQUE" in text or "PRIMARY KEY" in text:
+        raise AlreadyExists(f"receipt {receipt.receipt_id} already exists") from exc
+
+
+class ReceiptRepository:
+    """Typed access to receipts; every write is one ``BEGIN IMMEDIATE`` transaction."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self._db = db
+
+    # ----------------------------------------------------------------- writes
+    def insert(
+        self,
+        receipt: Receipt,
+        handle_blob: bytes | None,
+        handle_fp: str | None,
+        observations: Sequence[Observation] = (),
+    ) -> Receipt:
+        """Write a new receipt (and its first observations) in one transaction.
+
+        Raises:
+            AlreadyExists: the receipt id or its request key is already stored.
+        """
+        _check_handle(receipt, handle_blob, handle_fp)
+        try:
+            with immediate(self._db):
+                self._insert_row(receipt, handle_blob, handle_fp)
+                append_rows(self._db, observations)
+        except sqlite3.IntegrityError as exc:
+            _raise_duplicate(exc, receipt)
+            raise
+        return receipt
+
+    def record_acceptance(
+        self,
+        intent: Intent,
+        receipt: Receipt,
+        observation: Observation,
+        handle_blob: bytes | None,
+        handle_fp: str | None,
+    ) -> Receipt:
+        """The server accepted the call: write receipt, accepted intent and first observation.
+
+        All three rows commit together or not at all, so a crash can never leave an
+        accepted intent without its receipt, or a receipt without its timeline.
+
+        Raises:
+            AlreadyExists: a receipt for this request key or id already exists.
+            ValueError: intent, receipt and observation do not belong together.
+        """
+        if intent.request_key != receipt.request_key:
+            raise ValueError("intent and receipt have different request keys")
+        if observation.receipt_id != receipt.receipt_id:
+            raise ValueError("observation belongs to another receipt")
+        _check_handle(receipt, handle_blob, handle_fp)
+        accepted = intent.model_copy(
+            update={
+                "state": IntentState.ACCEPTED,
+                "receipt_id": receipt.receipt_id,
+                "updated_at": clock.now(),
+                "error": None,
+            }
+        )
+        try:
+            with immediate(self._db):
+                self._insert_row(receipt, handle_blob, handle_fp)
+                upsert_intent(self._db, accepted)
+                append_rows(self._db, [observation])
+        except sqlite3.IntegrityError as exc:
+            _raise_duplicate(exc, receipt)
+            raise
+        return receipt
+
+    def _insert_row(self, receipt: Receipt, blob: bytes | None, fp: str | None) -> None:
+        params = _params(receipt)
+        params["handle_blob"] = bytes(blob) if blob is not None else None
+        params["handle_fp"] = fp
+        write(self._db, _INSERT, params)
+
+    def update(
+        self,
+        receipt: Receipt,
+        observations: Sequence[Observation] = (),
+        expected_version: int | None = None,
+        *,
+        wipe_handle: bool = False,
+    ) -> Receipt:
+        """Replace a receipt if nobody changed it since ``expected_version``.
+
+        The stored version becomes ``expected_version + 1`` (stamped into the returned
+        model as well); the observations are appended in the same transaction.
+
+        Args:
+            receipt: the new receipt state.
+            observations: timeline rows explaining the change.
+            expected_version: the version the caller read (default ``receipt.version - 1``,
+                the model's "bump on every applied change" convention).
+            wipe_handle: erase the sealed handle (e.g. the task expired).
+
+        Raises:
+            StaleWrite: the stored version differs: re-read and re-apply.
+            RecordNotFound: no such receipt.
+            Conflict: the change would alter a terminal state or the request key.
+        """
+        expected = receipt.version - 1 if expected_version is None else expected_version
+        stored = receipt.model_copy(update={"version": expected + 1})
+        params = _params(stored)
+        params["expected"] = expected
+        with immediate(self._db):
+            row = fetch_one(
+                self._db,
+                "SELECT version, state, request_key FROM receipts WHERE receipt_id = ?",
+                [receipt.receipt_id],
+            )
+            if row is None:
+                raise RecordNotFound(f"no receipt {receipt.receipt_id}")
+            if int(row["version"]) != expected:
+                raise StaleWrite(
+                    f"receipt {receipt.receipt_id} changed (version {row['version']}, "
+                    f"expected {expected})"
+                )
+            old_state = LifecycleState(row["state"])
+            if old_state.is_terminal and stored.state != old_state:
+                raise Conflict(f"receipt {receipt.receipt_id} is {old_state}: terminal")
+            if row["request_key"] != stored.request_key:
+                raise Conflict("a receipt's request key never changes")
+            write(self._db, _UPDATE, params)
+            if wipe_handle:
+                write(
+                    self._db,
+                    "UPDATE receipts SET handle_blob = NULL, handle_fp = NULL WHERE receipt_id = ?",
+                    [receipt.receipt_id],
+                )
+            append_rows(self._db, observations)
+        return stored
+
+    def delete(self, receipt_id: str) -> bool:
+        """Delete a receipt and (cascade) its timeline; return whether it existed."""
+        with immediate(self._db):
+            cursor = write(self._db, "DELETE FROM receipts WHERE receipt_id = ?", [receipt_id])
+            return cursor.rowcount > 0
+
+    # ------------------------------------------------------------------ reads
+    def get(self, receipt_id: str) -> Receipt | None:
+        """Return the receipt with this exact id, or ``None``."""
+        row = fetch_one(self._db, f"{_READ} WHERE receipt_id = ?", [receipt_id])
+        return Receipt.model_validate_json(row["doc"]) if row is not None else None
+
+    def require(self, receipt_id: str) -> Receipt:
+        """Return the receipt with this exact id.
+
+        Raises:
+            RecordNotFound: no such receipt.
+        """
+        found = self.get(receipt_id)
+        if found is None:
+            raise RecordNotFound(f"no receipt {receipt_id}")
+        return found
+
+    def by_request_key(self, request_key: str) -> Receipt | None:
+        """Return the receipt created for this request key (idempotent replays), or None."""
+        row = fetch_one(self._db, f"{_READ} WHERE request_key = ?", [request_key])
+        return Receipt.model_validate_json(row["doc"]) if row is not None else None
+
+    def get_by_prefix(self, prefix: str) -> Receipt:
+        """Resolve a short id typed by a user (an exact id always wins).
+
+        Raises:
+            RecordNotFound: nothing starts with ``prefix``.
+            AmbiguousPrefix: several receipts start with ``prefix``.
+        """
+        prefix = prefix.strip()
+        if not prefix:
+            raise RecordNotFound("no receipt id given")
+        exact = self.get(prefix)
+        if exact is not None:
+            return exact
+        # A range on the primary key instead of LIKE: case-sensitive and index-only.
+        rows = fetch_all(
+            self._db,
+            f"{_READ} WHERE receipt_id >= ? AND receipt_id < ? ORDER BY receipt_id LIMIT 2",
+            [prefix, prefix + "\U0010ffff"],
+        )
+        if not rows:
+            raise RecordNotFound(f"no receipt starts with {prefix!r}")
+        if len(rows) > 1:
+            raise AmbiguousPrefix(f"{prefix!r} matches several receipts; type more of the id")
+        return Receipt.model_validate_json(rows[0]["doc"])
+
+    def handle_blob(self, receipt_id: str) -> bytes | None:
+        """Return the sealed handle of a receipt (``None`` if none or wiped).
+
+        Raises:
+            RecordNotFound: no such receipt.
+        """
+        row = fetch_one(
+            self._db, "SELECT handle_blob FROM receipts WHERE receipt_id = ?", [receipt_id]
+        )
+        if row is None:
+            raise RecordNotFound(f"no receipt {receipt_id}")
+        blob = row["handle_blob"]
+        return bytes(blob) if blob is not None else None
+
+    def list(
+        self,
+        state: LifecycleState | Iterable[LifecycleState] | None = None,
+        server: str | None = None,
+        work_ref: str | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> Page[Receipt]:
+        """Return one page of receipts, most recent status first (keyset pagination).
+
+        Args:
+            state: one lifecycle state or several.
+            server: exact server name.
+            work_ref: exact work reference.
+            text: case-insensitive substring of id, server, tool, purpose or work ref
+                (a scan of the rows the other filters leave).
+            limit: page size (1–1000).
+            after: ``Page.next_cursor`` of the previous page.
+
+        Raises:
+            UsageError: the cursor is not one this method produced.
+        """
+        limit = max(1, min(limit, 1000))
+        where: builtins.list[str] = []
+        params: builtins.list[Any] = []
+        if isinstance(state, LifecycleState):
+            where.append("state = ?")
+            params.append(state.value)
+        elif state is not None:
+            states = [LifecycleState(s).value for s in state]
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            params.extend(states)
+        if server is not None:
+            where.append("server = ?")
+            params.append(server)
+        if work_ref is not None:
+            where.append("work_ref = ?")
+            params.append(work_ref)
+        if text:
+            pattern = like_pattern(text)
+            cols = ("receipt_id", "server", "tool", "purpose", "work_ref")
+            where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) + ")")
+            params.extend([pattern] * len(cols))
+        if after is not None:
+            status_at, receipt_id = decode_cursor(after)
+            where.append("(status_at, receipt_id) < (?, ?)")
+            params.extend([status_at, receipt_id])
+        sql = "SELECT doc, status_at, receipt_id FROM receipts"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY status_at DESC, receipt_id DESC LIMIT ?"
+        params.append(limit + 1)
+        rows = fetch_all(self._db, sql, params)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = encode_cursor(rows[-1]["status_at"], rows[-1]["receipt_id"]) if more else None
+        return Page(items=_parse(rows), next_cursor=cursor)
+
+    def counts_by_state(self) -> dict[LifecycleState, int]:
+        """Return how many receipts are in each lifecycle state (all states present)."""
+        counts = dict.fromkeys(LifecycleState, 0)
+        for row in fetch_all(self._db, "SELECT state, count(*) AS n FROM receipts GROUP BY state"):
+            counts[LifecycleState(row["state"])] = int(row["n"])
+        return counts
+
+    def due(self, now: datetime, limit: int = 100) -> builtins.list[Receipt]:
+        """Non-terminal receipts whose next check is due (or was never scheduled), soonest first."""
+        rows = fetch_all(
+            self._db,
+            f"{_READ} WHERE active = 1 AND (next_check_at IS NULL OR next_check_at <= ?)"
+            " ORDER BY next_check_at LIMIT ?",
+            [clock.iso(now), limit],
+        )
+        return _parse(rows)
+
+    def non_terminal(self) -> builtins.list[Receipt]:
+        """Every receipt whose lifecycle is not terminal (the restart rule resumes them)."""
+        with snapshot(self._db):
+            rows = fetch_all(self._db, f"{_READ} WHERE active = 1 ORDER BY next_check_at")
+        return _parse(rows)
+
+    def count(self) -> int:
+        """Total number of receipts."""
+        return int(fetch_all(self._db, "SELECT count(*) FROM receipts")[0][0])
