@@ -1,0 +1,454 @@
+"""``TaskClient``: one task interface over both MCP task generations.
+
+The generation is chosen once per connection from what was negotiated:
+
+* protocol ``2026-07-28`` and ``io.modelcontextprotocol/tasks`` in the server's
+  ``capabilities.extensions`` → the extension (server decides per call);
+* a handshake version with ``capabilities.tasks.requests.tools.call`` → 2025 core tasks,
+  gated per tool by ``execution.taskSupport``;
+* otherwise no tasks: ``start`` answers synchronously and says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from importlib import metadata
+from typing import Any, Literal, cast
+
+import anyio
+from mcp import Client
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp_types import (
+    INVALID_REQUEST,
+    CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    Implementation,
+    InputRequest,
+    InputResponse,
+    ListRootsResult,
+    PaginatedRequestParams,
+    RequestParamsMeta,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from chit.tasks import wire
+from chit.tasks.client import legacy, modern
+from chit.tasks.client.errors import IncompatibleError, TransientError, classify
+from chit.tasks.client.extension import TasksClientExtension
+from chit.tasks.client.inputs import HintCallback, InputHandler, related_task_id
+from chit.tasks.client.models import (
+    CancelOutcome,
+    ServerSummary,
+    Started,
+    SyncReason,
+    SyncResult,
+    TaskHandle,
+    TaskOutcome,
+    TaskSnapshot,
+    ToolInfo,
+)
+from chit.tasks.client.parse import parse_call_result
+from chit.tasks.client.spec import ServerSpec, open_target
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["auto", "legacy", "2026"]
+POLL_FLOOR_S = 0.05
+POLL_CEILING_S = 10.0
+DEFAULT_POLL_S = 1.0
+
+
+def _version() -> str:
+    try:
+        return metadata.version("chit")
+    except metadata.PackageNotFoundError:  # running from a source tree without metadata
+        return "0"
+
+
+class TaskClient:
+    """Async context manager around ``mcp.Client`` for starting and supervising tasks.
+
+    Args:
+        spec: Where the server is (:class:`StdioServer`, :class:`HttpServer`,
+            :class:`InProcessServer`).
+        mode: ``auto`` (negotiate), ``legacy`` (force 2025-11-25 handshake) or ``2026``.
+        read_timeout: Seconds to wait for any ordinary reply. Always set: the SDK waits
+            forever on a garbage or mis-addressed reply without one.
+        result_timeout: Seconds for the blocking 2025 ``tasks/result``, the 2026 poll loop
+            in :meth:`result`, and synchronous (non-task) tool calls.
+        input_handler: Answers elicitation/sampling for tasks without a per-task handler
+            and pre-creation (MRTR) input; receives the related task id or ``None``.
+        on_hint: Called with a task id whenever a status notification arrives.
+        declare_sampling: Also declare the sampling capability (routed like elicitation).
+    """
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        mode: Mode = "auto",
+        read_timeout: float = 30.0,
+        result_timeout: float = 3600.0,
+        input_handler: InputHandler | None = None,
+        on_hint: HintCallback | None = None,
+        declare_sampling: bool = False,
+    ) -> None:
+        if read_timeout <= 0 or result_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        self.spec = spec
+        self.mode: Mode = mode
+        self.read_timeout = read_timeout
+        self.result_timeout = result_timeout
+        self._input_handler = input_handler
+        self._on_hint = on_hint
+        self._declare_sampling = declare_sampling
+        self._client: Client | None = None
+        self._stack: AsyncExitStack | None = None
+        self._task_inputs: dict[str, InputHandler] = {}
+        self._seen_inputs: dict[str, set[str]] = {}
+        self._wakeups: dict[str, anyio.Event] = {}
+        self._support: dict[str, wire.TaskSupport] = {}
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def __aenter__(self) -> TaskClient:
+        """Connect and negotiate; connection failures raise :class:`TransientError`."""
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            target = await open_target(self.spec, stack)
+            client = Client(
+                target,
+                mode="2026-07-28" if self.mode == "2026" else self.mode,
+                read_timeout_seconds=self.read_timeout,
+                elicitation_callback=self._on_elicit,
+                sampling_callback=self._on_sample if self._declare_sampling else None,
+                extensions=[TasksClientExtension(self._on_notification)],
+                client_info=Implementation(name="chit", version=_version()),
+                cache=None,
+            )
+            self._client = await stack.enter_async_context(client)
+        except BaseException as exc:
+            await stack.__aexit__(type(exc), exc, exc.__traceback__)
+            if isinstance(exc, Exception):
+                raise classify(exc, "initialize") from exc
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        """Disconnect (kills a stdio child, closes HTTP sessions)."""
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await stack.__aexit__(*exc_info)
+
+    @property
+    def client(self) -> Client:
+        """The underlying ``mcp.Client`` (connected)."""
+        if self._client is None:
+            raise RuntimeError("TaskClient is not connected; use 'async with'")
+        return self._client
+
+    @property
+    def session(self) -> ClientSession:
+        """The underlying ``ClientSession``."""
+        return self.client.session
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol version."""
+        return self.client.protocol_version
+
+    @property
+    def generation(self) -> wire.Generation | None:
+        """The task generation this connection uses, or ``None`` when it has none."""
+        caps = self.client.server_capabilities
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return wire.PROTOCOL_2026 if wire.EXTENSION_ID in (caps.extensions or {}) else None
+        tasks = caps.tasks
+        if tasks and tasks.requests and tasks.requests.tools and tasks.requests.tools.call:
+            return wire.PROTOCOL_2025
+        return None
+
+    def _require(self, method: str) -> wire.Generation:
+        gen = self.generation
+        if gen is None:
+            raise IncompatibleError("server does not support tasks", method=method)
+        return gen
+
+    # --- discovery ------------------------------------------------------------------
+
+    async def list_tools(self) -> list[ToolInfo]:
+        """All tools with their effective task support (refreshes the support cache)."""
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        gen = self.generation
+        for _ in range(100):  # a paginator that never ends must not hang us
+            try:
+                params = PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await self.session.list_tools(params=params)
+            except Exception as exc:
+                raise classify(exc, "tools/list") from exc
+            for tool in page.tools:
+                support: wire.TaskSupport = "forbidden"
+                if gen == wire.PROTOCOL_2026:
+                    support = "optional"
+                elif gen == wire.PROTOCOL_2025 and tool.execution is not None:
+                    support = tool.execution.task_support or "forbidden"
+                self._support[tool.name] = support
+                tools.append(
+                    ToolInfo(
+                        name=tool.name,
+                        title=tool.title,
+                        description=tool.description,
+                        input_schema=dict(tool.input_schema),
+                        task_support=support,
+                        tool=tool,
+                    )
+                )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    def server_summary(self) -> ServerSummary:
+        """Server identity and task support for a "servers" screen."""
+        info = self.client.server_info
+        gen = self.generation
+        if gen == wire.PROTOCOL_2026:
+            detail = f"{wire.EXTENSION_ID} extension"
+        elif gen == wire.PROTOCOL_2025:
+            detail = "2025-11-25 core tasks (per-tool taskSupport)"
+        else:
+            detail = "no task support advertised"
+        return ServerSummary(
+            name=info.name if info else None,
+            version=info.version if info else None,
+            protocol_version=self.protocol_version,
+            generation=gen,
+            tasks_supported=gen is not None,
+            tasks_detail=detail,
+        )
+
+    async def _task_support(self, tool: str) -> wire.TaskSupport:
+        if tool not in self._support:
+            # Servers may register tools after initialize (server-everything does): list
+            # lazily, once per unknown name.
+            await self.list_tools()
+        return self._support.get(tool, "forbidden")
+
+    # --- start ----------------------------------------------------------------------
+
+    async def start(
+        self,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        request_key: str,
+        ttl_ms: int | None = None,
+    ) -> Started:
+        """Call ``tool``, as a task where the server allows it.
+
+        Args:
+            tool: Tool name.
+            arguments: Tool arguments.
+            request_key: chit's idempotency key (``_meta["io.github.chit/request-key"]``);
+                resend with the same key after a transient failure to get the same task.
+            ttl_ms: Requested retention (2025 only; the server may override it).
+
+        Returns:
+            A :class:`TaskHandle`, or a :class:`SyncResult` with the reason.
+        """
+        args = dict(arguments or {})
+        meta = {wire.META_REQUEST_KEY: request_key}
+        gen = self.generation
+        if gen == wire.PROTOCOL_2025:
+            if await self._task_support(tool) == "forbidden":
+                plain = await self._plain_call(tool, args, meta)
+                return SyncResult(plain, SyncReason.TOOL_FORBIDS_TASKS)
+            made = await legacy.create(self.session, tool, args, meta, ttl_ms, self.read_timeout)
+            if isinstance(made, TaskHandle):
+                return made
+            return SyncResult(parse_call_result(made, "tools/call"), SyncReason.SERVER_CHOSE_SYNC)
+        if gen is None and self.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            plain = await self._plain_call(tool, args, meta)
+            return SyncResult(plain, SyncReason.NO_TASKS_CAPABILITY)
+        # 2026 (with or without the extension): the same call path also resolves MRTR.
+        made26 = await modern.create(
+            self.session, tool, args, meta, self._timeout_for_create(gen), self._pre_task_input
+        )
+        if isinstance(made26, TaskHandle):
+            return made26
+        reason = SyncReason.SERVER_CHOSE_SYNC if gen else SyncReason.NO_TASKS_CAPABILITY
+        return SyncResult(made26, reason)
+
+    def _timeout_for_create(self, gen: wire.Generation | None) -> float:
+        # A task create must be answered promptly; without the extension the call runs
+        # synchronously to completion and gets the long timeout.
+        return self.read_timeout if gen else self.result_timeout
+
+    async def _plain_call(
+        self, tool: str, args: dict[str, Any], meta: dict[str, Any]
+    ) -> CallToolResult:
+        try:
+            return await self.session.call_tool(
+                tool,
+                args,
+                read_timeout_seconds=self.result_timeout,
+                meta=cast(RequestParamsMeta, meta),
+            )
+        except Exception as exc:
+            raise classify(exc, "tools/call") from exc
+
+    async def _pre_task_input(self, key: str, request: InputRequest) -> InputResponse | ErrorData:
+        del key
+        if self._input_handler is None:
+            return ErrorData(code=INVALID_REQUEST, message="no input handler configured")
+        return await self._input_handler(None, request)
+
+    # --- observe ----------------------------------------------------------------------
+
+    async def get(self, task_id: str) -> TaskSnapshot:
+        """``tasks/get``: one observation; 2026 snapshots carry inline payloads."""
+        if self._require(wire.TASKS_GET) == wire.PROTOCOL_2025:
+            return await legacy.get(self.session, task_id)
+        seen = self._seen_inputs.setdefault(task_id, set())
+        snap = await modern.get(self.session, task_id, frozenset(seen))
+        seen.update(snap.input_requests)
+        return snap
+
+    async def result(
+        self, task_id: str, *, on_input: InputHandler | None = None, timeout: float | None = None
+    ) -> TaskOutcome:
+        """Wait for the task's final payload.
+
+        2025: blocking ``tasks/result``; elicitation/sampling requests that arrive meanwhile
+        with related-task ``_meta`` for ``task_id`` go to ``on_input`` (else the client's
+        ``input_handler``). 2026: polls ``tasks/get`` (honouring ``pollIntervalMs``, woken
+        early by hints) until terminal, answering *new* ``inputRequests`` with
+        ``on_input`` when given.
+
+        Raises:
+            TransientError: ``timeout`` elapsed (2026) or the 2025 request timed out.
+        """
+        limit = timeout if timeout is not None else self.result_timeout
+        if self._require(wire.TASKS_RESULT) == wire.PROTOCOL_2025:
+            if on_input is not None:
+                self._task_inputs[task_id] = on_input
+            try:
+                return await legacy.result(self.session, task_id, limit)
+            finally:
+                if on_input is not None:
+                    self._task_inputs.pop(task_id, None)
+        with anyio.move_on_after(limit):
+            while True:
+                snap = await self.get(task_id)
+                if snap.terminal:
+                    return TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
+                if on_input is not None and snap.new_input_keys:
+                    await self._answer_with(task_id, snap, on_input)
+                    continue
+                await self._sleep(task_id, snap.poll_interval_ms)
+        raise TransientError("task did not finish in time", method=wire.TASKS_GET)
+
+    async def _answer_with(self, task_id: str, snap: TaskSnapshot, handler: InputHandler) -> None:
+        answers: dict[str, InputResponse] = {}
+        for key in sorted(snap.new_input_keys):
+            reply = await handler(task_id, snap.input_requests[key])
+            if not isinstance(reply, ErrorData):
+                answers[key] = reply
+        if answers:
+            await self.answer(task_id, answers)
+
+    async def _sleep(self, task_id: str, poll_ms: int | None) -> None:
+        seconds = DEFAULT_POLL_S if poll_ms is None else poll_ms / 1000
+        seconds = min(max(seconds, POLL_FLOOR_S), POLL_CEILING_S)
+        event = self._wakeups.setdefault(task_id, anyio.Event())
+        with anyio.move_on_after(seconds):
+            await event.wait()
+        self._wakeups.pop(task_id, None)
+
+    # --- act ------------------------------------------------------------------------
+
+    async def answer(self, task_id: str, responses: dict[str, InputResponse]) -> None:
+        """2026: answer outstanding ``inputRequests`` (partial sets allowed) via ``tasks/update``.
+
+        Raises:
+            IncompatibleError: on 2025, where input is answered through the handler.
+        """
+        if self._require(wire.TASKS_UPDATE) != wire.PROTOCOL_2026:
+            raise IncompatibleError(
+                "2025 input is answered through the input handler", method=wire.TASKS_UPDATE
+            )
+        await modern.update(self.session, task_id, responses)
+        self._seen_inputs.setdefault(task_id, set()).update(responses)
+
+    async def cancel(self, task_id: str) -> CancelOutcome:
+        """Ask the server to cancel; see :class:`CancelOutcome` for what each kind means."""
+        if self._require(wire.TASKS_CANCEL) == wire.PROTOCOL_2026:
+            await modern.cancel(self.session, task_id)
+            self._seen_inputs.pop(task_id, None)
+            return CancelOutcome(kind="acknowledged")
+        try:
+            snap = await legacy.cancel(self.session, task_id)
+        except Exception as exc:
+            err = classify(exc, wire.TASKS_CANCEL)
+            if err.failure_class != "lost":
+                raise err from exc
+            # -32602 means either "unknown id" or "already terminal"; tasks/get tells which
+            # (and raises LostError itself when the id is really unknown).
+            current = await legacy.get(self.session, task_id)
+            if not current.terminal:
+                raise err from exc
+            return CancelOutcome(kind="already_terminal", snapshot=current)
+        return CancelOutcome(kind="cancelled", snapshot=snap)
+
+    # --- server → client ----------------------------------------------------------------
+
+    async def _on_notification(self, task_id: str, params: dict[str, Any]) -> None:
+        del params
+        event = self._wakeups.get(task_id)
+        if event is not None:
+            event.set()
+        if self._on_hint is not None:
+            try:
+                await self._on_hint(task_id)
+            except Exception:
+                logger.exception("on_hint callback raised")
+
+    async def _route_input(
+        self, ctx: ClientRequestContext, request: InputRequest
+    ) -> InputResponse | ErrorData:
+        task_id = related_task_id(request.params.meta if request.params else None, ctx.meta)
+        handler = self._task_inputs.get(task_id) if task_id else None
+        handler = handler or self._input_handler
+        if handler is None:
+            return ErrorData(code=INVALID_REQUEST, message="no input handler for this request")
+        return await handler(task_id, request)
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        reply = await self._route_input(context, ElicitRequest(params=params))
+        if isinstance(reply, ElicitResult | ErrorData):
+            return reply
+        return ErrorData(code=INVALID_REQUEST, message="handler returned a non-elicitation reply")
+
+    async def _on_sample(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        reply = await self._route_input(context, CreateMessageRequest(params=params))
+        if isinstance(reply, ListRootsResult | ElicitResult):
+            return ErrorData(code=INVALID_REQUEST, message="handler returned a non-sampling reply")
+        return reply
+
+
+__all__ = ["Mode", "TaskClient"]

@@ -1,0 +1,88 @@
+"""How to reach a server: stdio command, streamable HTTP URL, or an in-process server."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+@dataclass(frozen=True)
+class StdioServer:
+    """A server launched as a subprocess speaking MCP over stdin/stdout.
+
+    Attributes:
+        stderr: Where the child's stderr goes (default: ours). Tests pass a file so a
+            noisy server does not flood the test log.
+    """
+
+    command: str
+    args: Sequence[str] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+    stderr: TextIO | None = None
+
+    def describe(self) -> str:
+        """A human label (never includes env values, which may hold secrets)."""
+        return " ".join([self.command, *self.args])
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    """A streamable-HTTP endpoint; ``headers`` go on every request (e.g. a bearer token)."""
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """A human label (the URL without credentials in the userinfo part)."""
+        scheme, sep, rest = self.url.partition("://")
+        authority, slash, path = rest.partition("/")
+        host = authority.rpartition("@")[2]
+        return f"{scheme}{sep}{host}{slash}{path}" if sep else self.url
+
+
+@dataclass(frozen=True)
+class InProcessServer:
+    """A server object in this process (tests, embedding)."""
+
+    server: Server[Any] | MCPServer
+
+    def describe(self) -> str:
+        """A human label."""
+        return f"in-process {type(self.server).__name__}"
+
+
+ServerSpec = StdioServer | HttpServer | InProcessServer
+"""Anything :class:`~chit.tasks.client.TaskClient` can connect to."""
+
+
+async def open_target(spec: ServerSpec, stack: AsyncExitStack) -> Any:
+    """Return the object to hand to ``mcp.Client(server=...)`` for ``spec``.
+
+    Resources that must outlive the call (the HTTP connection pool) are entered on
+    ``stack`` so they close with the client.
+    """
+    if isinstance(spec, InProcessServer):
+        return spec.server
+    if isinstance(spec, StdioServer):
+        params = StdioServerParameters(
+            command=spec.command,
+            args=list(spec.args),
+            env=dict(spec.env) if spec.env is not None else None,
+            cwd=spec.cwd,
+        )
+        return stdio_client(params, errlog=spec.stderr if spec.stderr is not None else sys.stderr)
+    http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+    return streamable_http_client(spec.url, http_client=http)
+
+
+__all__ = ["HttpServer", "InProcessServer", "ServerSpec", "StdioServer", "open_target"]
