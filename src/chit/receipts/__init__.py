@@ -5,6 +5,38 @@ decision for a work receipt. Imports nothing of chit (not even the clock): every
 that needs the time takes ``now`` as a parameter.
 """
 
+from chit.receipts.create import open_receipt, sync_receipt
+from chit.receipts.decisions import Action, Actor, Decision, needs_user, next_safe_decision
+from chit.receipts.digest import (
+    args_digest,
+    canonical_json,
+    redact,
+    result_digest,
+    structured_keys,
+    summarize_result,
+)
+from chit.receipts.events import (
+    AcceptanceDecided,
+    CancelAcknowledged,
+    CancelRequested,
+    CancelUnsupported,
+    Event,
+    InputAnswered,
+    InputRequested,
+    InputRequestSeen,
+    ResultObserved,
+    RetrievalFailed,
+    RetrievalOk,
+    StatusObserved,
+)
+from chit.receipts.ids import id_time, is_local_id, new_receipt_id, new_request_key
+from chit.receipts.intents import (
+    IntentTransitionError,
+    advance_intent,
+    new_intent,
+    resume_intent,
+    retry_intent,
+)
 from chit.receipts.models import (
     MESSAGE_MAX,
     SUMMARY_MAX,
@@ -17,6 +49,21 @@ from chit.receipts.models import (
     Outcome,
     Receipt,
     bound_text,
+)
+from chit.receipts.policy import (
+    backoff_ms,
+    classify_rpc_error,
+    effective_poll_ms,
+    expiry,
+    stale_deadline,
+)
+from chit.receipts.queries import (
+    classify_unknown_task,
+    freshness,
+    is_done,
+    is_success,
+    outcome_resolved,
+    outcome_unresolved,
 )
 from chit.receipts.states import (
     AcceptanceState,
@@ -31,28 +78,76 @@ from chit.receipts.states import (
     RetrievalCondition,
     TaskProtocol,
 )
+from chit.receipts.transitions import Transition, apply
 
 __all__ = [
     "MESSAGE_MAX",
     "SUMMARY_MAX",
     "Acceptance",
+    "AcceptanceDecided",
     "AcceptanceState",
+    "Action",
+    "Actor",
     "AnswerStatus",
+    "CancelAcknowledged",
     "CancelInfo",
     "CancelPosture",
+    "CancelRequested",
+    "CancelUnsupported",
+    "Decision",
+    "Event",
     "FailureClass",
     "HandleRef",
+    "InputAnswered",
     "InputKind",
     "InputRequest",
+    "InputRequestSeen",
+    "InputRequested",
     "Intent",
     "IntentState",
+    "IntentTransitionError",
     "LifecycleState",
     "Observation",
     "ObservationKind",
     "ObservationSource",
     "Outcome",
     "Receipt",
+    "ResultObserved",
     "RetrievalCondition",
+    "RetrievalFailed",
+    "RetrievalOk",
+    "StatusObserved",
     "TaskProtocol",
+    "Transition",
+    "advance_intent",
+    "apply",
+    "args_digest",
+    "backoff_ms",
     "bound_text",
+    "canonical_json",
+    "classify_rpc_error",
+    "classify_unknown_task",
+    "effective_poll_ms",
+    "expiry",
+    "freshness",
+    "id_time",
+    "is_done",
+    "is_local_id",
+    "is_success",
+    "needs_user",
+    "new_intent",
+    "new_receipt_id",
+    "new_request_key",
+    "next_safe_decision",
+    "open_receipt",
+    "outcome_resolved",
+    "outcome_unresolved",
+    "redact",
+    "result_digest",
+    "resume_intent",
+    "retry_intent",
+    "stale_deadline",
+    "structured_keys",
+    "summarize_result",
+    "sync_receipt",
 ]
