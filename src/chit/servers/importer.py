@@ -1,0 +1,273 @@
+"""Importing the ``mcpServers`` JSON of Claude Desktop, Claude Code and Cursor.
+
+Each entry is either imported or skipped with a reason; the whole import is then written
+in one atomic replace of ``config.toml``, so a failure (vault unavailable, disk error)
+leaves the registry exactly as it was. See ``docs/servers.md`` for the rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from chit.errors import UsageError
+from chit.servers.registry import Registry
+from chit.servers.resolve import references
+from chit.servers.spec import ServerSpec, valid_name
+
+_HTTP_TYPES = frozenset({"http", "streamable-http", "streamablehttp", "streamable_http"})
+# Keys each host format defines that chit understands; anything else is reported as ignored.
+_STDIO_KEYS = frozenset({"type", "command", "args", "env", "cwd", "envFile"})
+_HTTP_KEYS = frozenset({"type", "url", "headers"})
+
+
+@dataclass(frozen=True)
+class ImportedServer:
+    """A server the import registered."""
+
+    name: str
+    transport: str
+    replaced: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SkippedServer:
+    """A server the import left out, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """The outcome of one ``import_mcp_servers``."""
+
+    source: str
+    imported: list[ImportedServer] = field(default_factory=list)
+    skipped: list[SkippedServer] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (``source``, ``imported``, ``skipped``)."""
+        return asdict(self)
+
+
+class _Skip(Exception):
+    """Internal: this entry cannot be imported, for the reason in the message."""
+
+
+def _strings(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Skip(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise _Skip(f"{what} must be an object")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        # Hosts accept numbers and booleans here and pass their JSON spelling on.
+        if isinstance(item, bool):
+            out[key] = "true" if item else "false"
+        elif isinstance(item, str | int | float):
+            out[key] = str(item)
+        else:
+            raise _Skip(f"{what}.{key} must be a string")
+    return out
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a ``.env`` file: ``KEY=VALUE`` lines, ``#`` comments, optional ``export``."""
+    out: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def _env_file_base(source: Path) -> Path:
+    # Cursor and VS Code resolve envFile against the workspace, which is the parent of
+    # their .cursor/.vscode folder; elsewhere the config file's own folder.
+    folder = source.parent
+    return folder.parent if folder.name in {".cursor", ".vscode"} else folder
+
+
+def _transport(entry: Mapping[str, Any]) -> str:
+    kind = entry.get("type")
+    if kind is None:
+        if "command" in entry:
+            return "stdio"
+        if "url" in entry:
+            return "http"
+        raise _Skip("missing command (stdio) or url (http)")
+    if not isinstance(kind, str):
+        raise _Skip("type must be a string")
+    normalized = kind.strip().lower()
+    if normalized == "sse":
+        raise _Skip(
+            "unsupported transport sse (deprecated by MCP; chit speaks stdio and "
+            "streamable http - use the server's streamable http url with type http)"
+        )
+    if normalized == "stdio":
+        return "stdio"
+    if normalized in _HTTP_TYPES:
+        return "http"
+    raise _Skip(f"unknown transport type {kind!r}")
+
+
+def _convert(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]]:
+    if not valid_name(name):
+        raise _Skip(
+            "invalid name: use 1-64 letters, digits, '_', '.' or '-', starting with a "
+            "letter or digit"
+        )
+    if not isinstance(entry, dict):
+        raise _Skip("entry is not an object")
+    transport = _transport(entry)
+    notes: list[str] = []
+    if transport == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise _Skip("missing command")
+        env: dict[str, str] = {}
+        env_file = entry.get("envFile")
+        if env_file is not None:
+            if not isinstance(env_file, str):
+                raise _Skip("envFile must be a string")
+            path = (_env_file_base(source) / Path(env_file).expanduser()).resolve()
+            try:
+                env = read_env_file(path)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _Skip(f"envFile {env_file} cannot be read: {exc}") from None
+            notes.append(f"read {len(env)} variable(s) from envFile {env_file}")
+        # Explicit env wins over the file, as in Cursor.
+        env |= _string_map(entry.get("env", {}), "env")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise _Skip("cwd must be a string")
+        data: dict[str, Any] = {
+            "name": name,
+            "transport": "stdio",
+            "command": command,
+            "args": _strings(entry.get("args", []), "args"),
+            "env": env,
+            "cwd": cwd,
+        }
+        known = _STDIO_KEYS
+    else:
+        url = entry.get("url")
+        if not isinstance(url, str) or not url.strip():
+            raise _Skip("missing url")
+        data = {
+            "name": name,
+            "transport": "http",
+            "url": url.strip(),
+            "headers": _string_map(entry.get("headers", {}), "headers"),
+        }
+        known = _HTTP_KEYS
+    ignored = sorted(set(entry) - known)
+    if ignored:
+        notes.append("ignored: " + ", ".join(ignored))
+    try:
+        spec = ServerSpec.model_validate(data)
+    except ValidationError as exc:
+        msg = str(exc.errors()[0].get("msg", "invalid")).removeprefix("Value error, ")
+        raise _Skip(msg) from None
+    refs = sorted({r for text in _texts(spec) for r in references(text)})
+    if refs:
+        notes.append(
+            "keeps "
+            + ", ".join(f"${{{r}}}" for r in refs)
+            + " as written; expanded from chit's environment at connect time"
+        )
+    return spec, notes
+
+
+def _texts(spec: ServerSpec) -> list[str]:
+    return [
+        spec.command or "",
+        *spec.args,
+        *spec.env.values(),
+        spec.cwd or "",
+        spec.url or "",
+        *spec.headers.values(),
+    ]
+
+
+def load_mcp_servers(path: Path) -> dict[str, Any]:
+    """Return the ``mcpServers`` object of the JSON file at ``path``.
+
+    Raises:
+        UsageError: the file cannot be read, is not JSON, or has no ``mcpServers`` object.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        document = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+    servers = document.get("mcpServers") if isinstance(document, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError(f'{path} has no "mcpServers" object')
+    return servers
+
+
+def import_mcp_servers(
+    path: Path | str, registry: Registry, *, replace: bool = False
+) -> ImportReport:
+    """Register the servers of an ``mcpServers`` JSON file; all or nothing.
+
+    Args:
+        path: ``claude_desktop_config.json``, ``.mcp.json``, ``~/.cursor/mcp.json``, ...
+        registry: Where to register them.
+        replace: Overwrite servers that are already registered under the same name
+            (otherwise they are skipped).
+
+    Returns:
+        What was imported (with notes) and what was skipped (with the reason).
+
+    Raises:
+        UsageError: the file is unreadable or not an ``mcpServers`` file.
+        KeyStoreUnavailable: a secret needed sealing and the vault is unavailable
+            (nothing is written).
+    """
+    source = Path(path).expanduser()
+    entries = load_mcp_servers(source)
+    candidates: list[tuple[ServerSpec, list[str]]] = []
+    skipped: list[SkippedServer] = []
+    for name, entry in entries.items():
+        try:
+            candidates.append(_convert(name, entry, source))
+        except _Skip as why:
+            skipped.append(SkippedServer(name, str(why)))
+    # Seal everything before the write: if the vault is unavailable nothing is written.
+    sealed = [(registry.seal(spec), notes) for spec, notes in candidates]
+    imported: list[ImportedServer] = []
+
+    def change(servers: dict[str, Any]) -> None:
+        for spec, notes in sealed:
+            exists = spec.name in servers
+            if exists and not replace:
+                skipped.append(
+                    SkippedServer(spec.name, "already registered (use --replace to overwrite)")
+                )
+                continue
+            servers[spec.name] = spec
+            imported.append(ImportedServer(spec.name, spec.transport, exists, notes))
+
+    registry.update(change)
+    return ImportReport(str(source), imported, skipped)
