@@ -15,7 +15,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,15 @@ def npm_install(package: str, version: str, prefix: Path) -> Path:
         return pkg_dir
     prefix.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund", f"{package}@{version}"],
+        [
+            "npm",
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            f"{package}@{version}",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -104,10 +112,8 @@ def http_server(
         wait_listening(port, proc)
         yield proc
     finally:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, 15)
-        except ProcessLookupError:
-            pass
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

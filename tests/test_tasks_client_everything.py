@@ -58,7 +58,9 @@ class Recorder:
     async def on_hint(self, task_id: str) -> None:
         self.hints.append(task_id)
 
-    async def on_input(self, task_id: str | None, request: InputRequest) -> InputResponse | ErrorData:
+    async def on_input(
+        self, task_id: str | None, request: InputRequest
+    ) -> InputResponse | ErrorData:
         self.inputs.append((task_id, request))
         return ElicitResult(action="accept", content={"interpretation": "technical"})
 
