@@ -1,0 +1,42 @@
+"""Assembly of ``chit demo-server``: the task runtime, the fixtures, the transports."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from chit.demo.fixtures import register_plain_tools, register_task_tools
+from chit.tasks.server import TaskNameHeaderGuard, TaskRuntime, build_server
+
+
+def default_db_path() -> Path:
+    """``$CHIT_HOME/demo-tasks.db`` when CHIT_HOME is set, else a per-user temp file."""
+    home = os.environ.get("CHIT_HOME")
+    if home:
+        return Path(home).expanduser() / "demo-tasks.db"
+    return Path(tempfile.gettempdir()) / f"chit-demo-tasks-{os.getuid()}.db"
+
+
+def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
+    """Return the demo ``MCPServer`` over the task store at ``db_path``."""
+    runtime = TaskRuntime(db_path, **runtime_options)
+    register_task_tools(runtime)
+    server = build_server("chit-demo", runtime, version="1", log_level="WARNING")
+    register_plain_tools(server)
+    return server
+
+
+def run_stdio(db_path: str | Path) -> None:
+    """Serve on stdin/stdout until EOF."""
+    build_demo_server(db_path).run("stdio")
+
+
+def run_http(db_path: str | Path, host: str, port: int) -> None:
+    """Serve streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+    import uvicorn
+
+    server = build_demo_server(db_path)
+    app = TaskNameHeaderGuard(server.streamable_http_app(host=host))
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,452 @@
+"""The task runtime: creates tasks durably, runs workers, parks inputs, cancels.
+
+Protocol-neutral: both the 2026 extension (``ext2026``) and the 2025-11-25 handlers
+(``legacy2025``) call into one :class:`TaskRuntime`. The store is the channel between
+the parts: a worker waiting for input polls the row for answers after each change
+signal, so answers given through ``tasks/update`` (2026) or an elicitation on
+``tasks/result`` (2025) reach it the same way, and survive a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp.shared.exceptions import MCPError
+
+from chit.tasks._time import Now, to_ms, utc_now
+from chit.tasks.server.context import TaskContext
+from chit.tasks.server.notify import Notifier
+from chit.tasks.server.store import TaskRecord, TaskStore
+from chit.tasks.server.tools import (
+    PreInput,
+    TaskProtocolError,
+    TaskTool,
+    ToolFn,
+    build_task_tool,
+    to_call_tool_result,
+    tool_error_result,
+)
+from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, PROTOCOL_2025, TaskSupport
+
+logger = logging.getLogger(__name__)
+
+MINUTE_MS = 60_000
+DAY_MS = 24 * 60 * MINUTE_MS
+NOT_FOUND_MESSAGE = "Failed to retrieve task: Task not found"
+"""The one message for unknown, expired and foreign ids (they must be indistinguishable)."""
+
+
+class TaskError(MCPError):
+    """A JSON-RPC error raised by the runtime (handlers let it propagate)."""
+
+
+class TaskGone(Exception):
+    """The task became terminal (cancelled) or vanished while its worker waited."""
+
+
+def not_found() -> TaskError:
+    """Return the error for an unknown, expired or foreign task id."""
+    return TaskError(code=INVALID_PARAMS, message=NOT_FOUND_MESSAGE)
+
+
+def args_digest(tool: str, arguments: dict[str, Any]) -> str:
+    """Return the SHA-256 of the canonical JSON of (tool, arguments)."""
+    canonical = json.dumps(
+        [tool, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class TaskRuntime:
+    """Task tools, the persistent store and the workers of one server process."""
+
+    def __init__(
+        self,
+        store: TaskStore | str | Path,
+        *,
+        now: Now = utc_now,
+        default_ttl_ms: int = DAY_MS,
+        min_ttl_ms: int = MINUTE_MS,
+        max_ttl_ms: int = 7 * DAY_MS,
+        poll_interval_ms: int = 500,
+        max_argument_bytes: int = 1 << 20,
+    ) -> None:
+        """Configure the runtime; call :meth:`running` to start workers and recovery.
+
+        Args:
+            store: A :class:`TaskStore` or the path of its SQLite file.
+            now: Clock (aware UTC datetimes); injectable for tests.
+            default_ttl_ms: TTL when the client asks for none (24 h).
+            min_ttl_ms: Lower clamp of requested TTLs (1 min).
+            max_ttl_ms: Upper clamp of requested TTLs (7 days).
+            poll_interval_ms: ``pollInterval``/``pollIntervalMs`` suggested to clients.
+            max_argument_bytes: Largest accepted JSON encoding of a call's arguments.
+        """
+        self.store = store if isinstance(store, TaskStore) else TaskStore(store)
+        self.now = now
+        self.default_ttl_ms = default_ttl_ms
+        self.min_ttl_ms = min_ttl_ms
+        self.max_ttl_ms = max_ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.max_argument_bytes = max_argument_bytes
+        self.tools: dict[str, TaskTool] = {}
+        self.notifier = Notifier(self)
+        self._tg: TaskGroup | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
+        self._changed: dict[str, anyio.Event] = {}
+
+    # --- registration -------------------------------------------------------------
+
+    def task_tool(
+        self,
+        name: str | None = None,
+        *,
+        task_support: TaskSupport = "optional",
+        resumable: bool = False,
+        description: str | None = None,
+        pre_inputs: tuple[PreInput, ...] = (),
+    ) -> Callable[[ToolFn], ToolFn]:
+        """Decorator registering an ``async def`` as a task tool.
+
+        Args:
+            name: Tool name (default: the function name).
+            task_support: ``"optional"`` (runs synchronously for clients without task
+                support) or ``"required"`` (such clients get an error).
+            resumable: Re-run the tool after a crash instead of failing the task.
+            description: Tool description (default: the docstring).
+            pre_inputs: Inputs gathered before the task is created (see ``PreInput``).
+        """
+
+        def register(fn: ToolFn) -> ToolFn:
+            tool = build_task_tool(
+                fn,
+                name=name,
+                description=description,
+                task_support=task_support,
+                resumable=resumable,
+                pre_inputs=pre_inputs,
+            )
+            self.tools[tool.name] = tool
+            return fn
+
+        return register
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[TaskRuntime]:
+        """Run workers for the server's lifetime (enter from the server lifespan)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            self.recover()
+            try:
+                yield self
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    def recover(self) -> None:
+        """Settle tasks left active by a previous process: fail them, or re-run resumable ones."""
+        self.store.purge_expired(self._now_ms())
+        for record in self.store.active():
+            tool = self.tools.get(record.tool)
+            if record.resumable and tool is not None and self._tg is not None:
+                logger.info("resuming task %s (%s)", record.id, record.tool)
+                self.store.update(
+                    record.id, status="working", status_message="Resuming after a server restart"
+                )
+                self._start(record.id)
+                continue
+            self.store.update(
+                record.id,
+                only_if_active=True,
+                status="failed",
+                status_message="Interrupted: the server stopped while the task was running",
+                error={"code": INTERNAL_ERROR, "message": "Task interrupted by a server restart"},
+                updated_at_ms=self._now_ms(),
+            )
+
+    # --- creation -------------------------------------------------------------------
+
+    def clamp_ttl(self, requested: int | None) -> int:
+        """Clamp a requested TTL to [min, max]; ``None`` gives the default."""
+        if requested is None:
+            return self.default_ttl_ms
+        return max(self.min_ttl_ms, min(self.max_ttl_ms, int(requested)))
+
+    def check_size(self, arguments: dict[str, Any] | None) -> None:
+        """Reject arguments whose JSON is larger than the cap (before anything is stored)."""
+        size = len(json.dumps(arguments or {}, separators=(",", ":")).encode())
+        if size > self.max_argument_bytes:
+            raise TaskError(
+                code=INVALID_PARAMS,
+                message=f"Arguments too large: {size} bytes (limit {self.max_argument_bytes})",
+            )
+
+    async def create(
+        self,
+        tool: TaskTool,
+        arguments: dict[str, Any] | None,
+        *,
+        principal: str,
+        protocol: str,
+        ttl_ms: int | None = None,
+        request_key: str | None = None,
+        progress_token: str | int | None = None,
+        gathered: dict[str, dict[str, Any]] | None = None,
+        session: Any = None,
+    ) -> TaskRecord:
+        """Validate, store durably, then start the task; return its row.
+
+        With ``request_key``, an identical earlier call (same principal, tool and
+        arguments) returns that call's task instead; different arguments are an error.
+
+        Raises:
+            TaskError: -32602 for oversized or invalid arguments or a key conflict.
+        """
+        self.check_size(arguments)
+        try:
+            args = tool.validate(arguments)
+        except Exception as exc:
+            raise TaskError(code=INVALID_PARAMS, message=str(exc)) from exc
+        now = self._now_ms()
+        ttl = self.clamp_ttl(ttl_ms)
+        record = TaskRecord(
+            id=secrets.token_urlsafe(24),
+            principal=principal,
+            tool=tool.name,
+            args=args,
+            args_digest=args_digest(tool.name, args),
+            request_key=request_key,
+            status="working",
+            status_message="Queued",
+            created_at_ms=now,
+            updated_at_ms=now,
+            ttl_ms=ttl,
+            expires_at_ms=now + ttl,
+            poll_interval_ms=self.poll_interval_ms,
+            protocol=protocol,
+            input_responses=dict(gathered or {}),
+            resumable=tool.resumable,
+            progress_token=progress_token,
+        )
+        if request_key is None:
+            self.store.purge_expired(now)
+            self.store.insert(record)
+        else:
+            existing = self.store.insert_keyed(record)
+            if existing is not None:
+                return self._retry(existing, record)
+        self.notifier.bind(record.id, session, progress_token)
+        self._start(record.id)
+        return record
+
+    def _retry(self, existing: TaskRecord, attempt: TaskRecord) -> TaskRecord:
+        """Answer a keyed retry with the earlier task, renewing its visibility if expired."""
+        if existing.args_digest != attempt.args_digest:
+            raise TaskError(
+                code=INVALID_PARAMS,
+                message=(
+                    f"Request key already used for a different call of tool {attempt.tool!r}: "
+                    "the arguments differ; use a new key for a new request"
+                ),
+            )
+        now = attempt.created_at_ms
+        if existing.expires_at_ms <= now:
+            # Renew the polling window; report the lifetime from the original creation.
+            expires = now + attempt.ttl_ms
+            ttl = expires - existing.created_at_ms
+            self.store.update(existing.id, expires_at_ms=expires, ttl_ms=ttl)
+            existing.expires_at_ms, existing.ttl_ms = expires, ttl
+        return existing
+
+    # --- lookup ---------------------------------------------------------------------
+
+    def visible(self, task_id: str, principal: str) -> TaskRecord:
+        """Return the task if it exists, belongs to ``principal`` and has not expired.
+
+        Raises:
+            TaskError: The same -32602 for every one of those three failures.
+        """
+        record = self.store.get(task_id) if isinstance(task_id, str) else None
+        if record is None or not secrets.compare_digest(record.principal, principal):
+            raise not_found()
+        if record.expires_at_ms <= self._now_ms():
+            raise not_found()
+        return record
+
+    def is_cancel_requested(self, task_id: str) -> bool:
+        """Return True when the task has been cancelled."""
+        record = self.store.get(task_id)
+        return record is None or record.cancel_requested
+
+    # --- changes ----------------------------------------------------------------------
+
+    async def wait_change(self, task_id: str, timeout: float) -> None:
+        """Wait until the task changes (or ``timeout`` seconds pass)."""
+        event = self._changed.setdefault(task_id, anyio.Event())
+        with anyio.move_on_after(timeout):
+            await event.wait()
+
+    async def changed(self, task_id: str) -> None:
+        """Wake waiters of ``task_id`` and push status notifications."""
+        event = self._changed.pop(task_id, None)
+        if event is not None:
+            event.set()
+        await self.notifier.status_changed(task_id)
+
+    async def _set(self, task_id: str, **changes: Any) -> bool:
+        changes["updated_at_ms"] = self._now_ms()
+        done = self.store.update(task_id, only_if_active=True, **changes)
+        if done:
+            await self.changed(task_id)
+        return done
+
+    async def set_status_message(self, task_id: str, message: str) -> None:
+        """Update the status message of an active task."""
+        await self._set(task_id, status_message=message)
+
+    async def report_progress(
+        self, task_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Forward progress (2025 notification) and mirror ``message`` as the status message."""
+        await self.notifier.progress(task_id, progress, total, message)
+        if message:
+            await self.set_status_message(task_id, message)
+
+    # --- input ------------------------------------------------------------------------
+
+    async def request_inputs(
+        self, task_id: str, requests: dict[str, tuple[str, dict[str, Any]]]
+    ) -> dict[str, dict[str, Any]]:
+        """Park the task in ``input_required`` until every key in ``requests`` is answered."""
+        record = self.store.get(task_id)
+        if record is None:
+            raise TaskGone(task_id)
+        answers = {k: v for k, v in record.input_responses.items() if k in requests}
+        missing = {k: v for k, v in requests.items() if k not in answers}
+        if missing:
+            new = dict(record.input_requests)
+            for key, (message, schema) in missing.items():
+                new[key] = {
+                    "method": "elicitation/create",
+                    "params": {"mode": "form", "message": message, "requestedSchema": schema},
+                }
+            await self._set(
+                task_id,
+                status="input_required",
+                input_requests=new,
+                status_message=_waiting(missing),
+            )
+        while True:
+            record = self.store.get(task_id)
+            if record is None or record.status not in ("working", "input_required"):
+                raise TaskGone(task_id)
+            if all(k in record.input_responses for k in requests):
+                break
+            await self.wait_change(task_id, 1.0)
+        if record.status == "input_required" and not record.pending_inputs:
+            await self._set(task_id, status="working", status_message="Input received; resuming")
+        return {k: record.input_responses[k] for k in requests}
+
+    async def answer(self, task_id: str, responses: dict[str, dict[str, Any]]) -> None:
+        """Record client answers to pending input requests (unknown keys are ignored)."""
+        record = self.store.add_responses(task_id, responses)
+        if record is not None:
+            await self.changed(task_id)
+
+    # --- cancellation -------------------------------------------------------------------
+
+    async def cancel(
+        self, task_id: str, message: str = "Cancelled at the client's request"
+    ) -> bool:
+        """Cancel an active task (status ``cancelled`` at once); False if already terminal."""
+        done = await self._set(
+            task_id, status="cancelled", status_message=message, cancel_requested=True
+        )
+        scope = self._scopes.get(task_id)
+        if scope is not None:
+            scope.cancel()
+        return done
+
+    # --- workers --------------------------------------------------------------------------
+
+    def _start(self, task_id: str) -> None:
+        if self._tg is None:
+            raise TaskError(code=INTERNAL_ERROR, message="Task runtime is not running")
+        self._tg.start_soon(self._run, task_id)
+
+    async def _run(self, task_id: str) -> None:
+        record = self.store.get(task_id)
+        if record is None:
+            return
+        tool = self.tools[record.tool]
+        ctx = TaskContext(self, task_id, tool.name)
+        with anyio.CancelScope() as scope:
+            self._scopes[task_id] = scope
+            try:
+                await self._execute(record, tool, ctx)
+            finally:
+                self._scopes.pop(task_id, None)
+        self.store.update(task_id, runs=record.runs + 1)
+
+    async def _execute(self, record: TaskRecord, tool: TaskTool, ctx: TaskContext) -> None:
+        await self._set(record.id, status_message="Running")
+        try:
+            if tool.pre_inputs:
+                asks = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
+                ctx.gathered = await self.request_inputs(record.id, asks)
+            kwargs = dict(record.args)
+            if tool.context_param:
+                kwargs[tool.context_param] = ctx
+            value = await tool.fn(**kwargs)
+        except TaskProtocolError as exc:
+            await self._finish(record, error=exc.to_error(), message=f"Failed: {exc.message}")
+        except MCPError as exc:
+            error = exc.error.model_dump(mode="json", exclude_none=True)
+            await self._finish(record, error=error, message=f"Failed: {exc.error.message}")
+        except TaskGone:
+            return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            logger.info("task %s: tool %s raised %r", record.id, tool.name, exc)
+            await self._finish(record, result=tool_error_result(str(exc) or type(exc).__name__))
+        else:
+            await self._finish(record, result=to_call_tool_result(value))
+
+    async def _finish(
+        self,
+        record: TaskRecord,
+        *,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        if error is not None:
+            await self._set(record.id, status="failed", error=error, status_message=message)
+            return
+        assert result is not None
+        is_error = bool(result.get("isError"))
+        # 2025: a tool error fails the task; 2026 reserves failed for JSON-RPC errors.
+        status = "failed" if is_error and record.protocol == PROTOCOL_2025 else "completed"
+        text = "Completed with a tool error" if is_error else "Completed"
+        await self._set(record.id, status=status, result=result, status_message=text)
+
+    def _now_ms(self) -> int:
+        return to_ms(self.now())
+
+
+def _waiting(requests: dict[str, tuple[str, dict[str, Any]]]) -> str:
+    if len(requests) == 1:
+        return f"Waiting for input: {next(iter(requests.values()))[0]}"
+    return f"Waiting for {len(requests)} answers"
