@@ -29,8 +29,29 @@ ALLOWED: dict[str, set[str]] = {
     "sidecar": {"receipts", "store", "vault", "tasks", "servers"},
     "demo": {"receipts", "store", "vault", "tasks", "servers", "sidecar"},
     "runtime": {"receipts", "store", "vault", "tasks", "servers", "reconcile", "sidecar", "demo"},
-    "tui": {"receipts", "store", "vault", "tasks", "servers", "reconcile", "sidecar", "demo", "runtime"},
-    "cli": {"receipts", "store", "vault", "tasks", "servers", "reconcile", "sidecar", "demo", "runtime", "tui"},
+    "tui": {
+        "receipts",
+        "store",
+        "vault",
+        "tasks",
+        "servers",
+        "reconcile",
+        "sidecar",
+        "demo",
+        "runtime",
+    },
+    "cli": {
+        "receipts",
+        "store",
+        "vault",
+        "tasks",
+        "servers",
+        "reconcile",
+        "sidecar",
+        "demo",
+        "runtime",
+        "tui",
+    },
 }
 STANDALONE = {"receipts", "tasks"}
 
@@ -41,9 +62,13 @@ def _chit_imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "chit")
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.split(".")[0] == "chit":
-                found.add(node.module)
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == "chit"
+        ):
+            found.add(node.module)
     return found
 
 

@@ -1,0 +1,105 @@
+"""``chit doctor``: where chit keeps things and whether each part is usable."""
+
+from __future__ import annotations
+
+import platform
+import sqlite3
+from importlib import metadata
+from typing import Any
+
+import click
+
+from chit import __version__
+from chit.cli.context import home_of
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def collect(ctx: click.Context) -> dict[str, Any]:
+    """Gather the doctor report without creating keys, key files or databases."""
+    from chit.store import SCHEMA_VERSION, Store, StoreError
+    from chit.vault import diagnose_key_store
+
+    home = home_of(ctx)
+    report: dict[str, Any] = {
+        "home": str(home.root),
+        "home_exists": home.root.exists(),
+        "config": str(home.config_path),
+        "config_exists": home.config_path.exists(),
+    }
+    db: dict[str, Any] = {
+        "path": str(home.db_path),
+        "exists": home.db_path.exists(),
+        "schema_version": None,
+        "supported_schema_version": SCHEMA_VERSION,
+        "receipts": None,
+        "ok": None,
+        "error": None,
+    }
+    if home.db_path.exists():
+        try:
+            with Store.open(home) as store:
+                db["schema_version"] = store.schema_version
+                db["receipts"] = store.receipts.count()
+                problems = store.quick_check()
+                db["ok"] = not problems
+                if problems:
+                    db["error"] = "; ".join(problems[:3])
+        except (StoreError, sqlite3.Error) as exc:
+            db["ok"] = False
+            db["error"] = str(exc)
+    report["database"] = db
+    report["key_store"] = diagnose_key_store(home)
+    report["versions"] = {
+        "chit": __version__,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "mcp": _version("mcp"),
+        "textual": _version("textual"),
+        "keyring": _version("keyring"),
+        "cryptography": _version("cryptography"),
+        "sqlite-utils": _version("sqlite-utils"),
+    }
+    return report
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+@click.pass_context
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Report paths, the database, the key store and versions (read-only)."""
+    from chit.cli.output import emit_json
+
+    report = collect(ctx)
+    if as_json:
+        emit_json(report)
+        return
+    db, ks = report["database"], report["key_store"]
+    click.echo(
+        f"home        {report['home']}" + ("" if report["home_exists"] else " (not created yet)")
+    )
+    click.echo(f"config      {report['config']}" + ("" if report["config_exists"] else " (none)"))
+    if db["exists"]:
+        state = "ok" if db["ok"] else f"PROBLEM: {db['error']}"
+        click.echo(
+            f"database    {db['path']} schema {db['schema_version']}, "
+            f"{db['receipts']} receipts, {state}"
+        )
+    else:
+        click.echo(f"database    {db['path']} (not created yet)")
+    usable = "usable" if ks["usable"] else "UNAVAILABLE"
+    click.echo(f"key store   {ks['kind']} ({ks['backend'] or 'no backend'}): {usable}")
+    if ks.get("why"):
+        click.echo(f"            why: {ks['why']}")
+    if ks.get("fix"):
+        click.echo(f"            fix: {ks['fix']}")
+    versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v)
+    click.echo(f"versions    {versions}")
+
+
+COMMANDS = [doctor]

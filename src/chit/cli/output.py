@@ -1,0 +1,152 @@
+"""Rendering receipts for the terminal and for machines (JSON / JSON Lines).
+
+What leaves chit here is within the data boundary: receipts carry digests, bounded
+summaries and handle *fingerprints*; sealed handles never reach these functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import click
+
+from chit import clock
+from chit.receipts import Observation, Receipt
+from chit.receipts.decisions import next_safe_decision
+from chit.receipts.queries import freshness
+
+
+def receipt_json(receipt: Receipt, now: datetime | None = None) -> dict[str, Any]:
+    """The receipt as a JSON object, plus its freshness and next safe decision."""
+    at = now or clock.now()
+    doc: dict[str, Any] = receipt.model_dump(mode="json")
+    doc["freshness"] = freshness(receipt, at).value
+    decision = next_safe_decision(receipt, at)
+    doc["next"] = {
+        "action": str(decision.action),
+        "actor": str(decision.actor),
+        "reason": decision.reason,
+        "check_at": clock.iso(decision.check_at) if decision.check_at else None,
+    }
+    return doc
+
+
+def observation_json(observation: Observation) -> dict[str, Any]:
+    """One timeline row as a JSON object."""
+    return observation.model_dump(mode="json")
+
+
+def emit_json(value: Any) -> None:
+    """Write ``value`` as indented JSON on stdout."""
+    click.echo(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False))
+
+
+def emit_jsonl(values: Iterable[Mapping[str, Any]]) -> None:
+    """Write one compact JSON object per line on stdout."""
+    for value in values:
+        click.echo(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+
+def ago(then: datetime | None, now: datetime) -> str:
+    """Human "12 s ago" / "3 min ago" / "2 h ago" / "4 d ago" (or "—")."""
+    if then is None:
+        return "—"
+    seconds = int((now - then).total_seconds())
+    if seconds < 0:
+        return f"in {_span(-seconds)}"
+    return f"{_span(seconds)} ago"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
+
+
+def short_id(receipt_id: str) -> str:
+    """The short form users type (a unique prefix is accepted everywhere)."""
+    return receipt_id[-10:] if len(receipt_id) > 10 else receipt_id
+
+
+def receipt_table(receipts: list[Receipt], now: datetime) -> list[str]:
+    """Plain-text table lines for ``chit receipts``."""
+    header = (
+        f"{'RECEIPT':<26}  {'STATE':<14}  {'FRESH':<12}  {'SERVER':<14}  {'TOOL':<18}  OBSERVED"
+    )
+    lines = [header]
+    for r in receipts:
+        lines.append(
+            f"{r.receipt_id:<26}  {r.state.value:<14}  {freshness(r, now).value:<12}  "
+            f"{r.server[:14]:<14}  {r.tool[:18]:<18}  {ago(r.status_at, now)}"
+        )
+    return lines
+
+
+def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime) -> list[str]:
+    """Human-readable lines for ``chit show``: the nine elements and the timeline."""
+    r = receipt
+    d = next_safe_decision(r, now)
+    lines = [
+        f"receipt      {r.receipt_id}",
+        f"work         {r.work_ref or '—'}",
+        f"server       {r.server}  ({r.protocol.value})",
+        f"tool         {r.tool}   args {r.args_digest}",
+        f"purpose      {r.purpose or '—'}",
+        f"accepted     {clock.iso(r.accepted_at)}",
+        f"state        {r.state.value}" + (f" — {r.status_message}" if r.status_message else ""),
+        f"observed     {ago(r.status_at, now)} ({freshness(r, now).value})",
+    ]
+    if r.synchronous:
+        lines.append(
+            f"synchronous  completed synchronously: {r.not_task_reason or 'no reason given'}"
+        )
+    if r.expires_at:
+        lines.append(f"expires      {clock.iso(r.expires_at)} ({ago(r.expires_at, now)})")
+    if r.retrieval_error:
+        lines.append(f"retrieval    {r.retrieval.value}: {r.retrieval_error}")
+    for req in r.input_requests:
+        lines.append(f"input        [{req.answer_status.value}] {req.key}: {req.message or ''}")
+    c = r.cancel
+    cancel = c.posture.value
+    if c.requested_at:
+        cancel += f", requested {clock.iso(c.requested_at)}"
+    if c.acknowledged_at:
+        cancel += f", acknowledged {clock.iso(c.acknowledged_at)}"
+    if c.observed_at:
+        cancel += f", observed {c.observed_state.value if c.observed_state else '?'}"
+        cancel += f" at {clock.iso(c.observed_at)}"
+    if c.completed_despite_cancel:
+        cancel += " (completed despite cancel)"
+    lines.append(f"cancel       {cancel}")
+    if r.outcome:
+        o = r.outcome
+        if o.is_rpc_error:
+            lines.append(f"outcome      error {o.error_code}: {o.error_message}")
+        else:
+            flag = "isError — unresolved" if o.is_error else "ok"
+            lines.append(f"outcome      {flag}: {o.summary}")
+    a = r.acceptance
+    lines.append(
+        f"acceptance   {a.state.value}"
+        + (f" ({a.check})" if a.check else "")
+        + (f": {a.why}" if a.why else "")
+    )
+    if r.handle:
+        lines.append(f"handle       sealed, fingerprint {r.handle.fingerprint}")
+    lines.append(f"next         {d.actor}: {d.reason}")
+    lines.append("timeline")
+    for obs in timeline:
+        mark = "" if obs.applied else "  (not applied)"
+        status = f" {obs.status.value}" if obs.status else ""
+        message = f" — {obs.message}" if obs.message else ""
+        lines.append(
+            f"  {clock.iso(obs.at)}  {obs.source.value:<12} {obs.kind.value}{status}{message}{mark}"
+        )
+    return lines

@@ -1,0 +1,93 @@
+"""Helpers for CLI tests: run chit in a subprocess on a private home, seed receipts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from chit.home import Home
+from chit.receipts import HandleRef, Intent, LifecycleState, Receipt, TaskProtocol
+from chit.receipts.create import open_receipt
+from chit.receipts.digest import args_digest
+from chit.receipts.events import StatusObserved
+from chit.receipts.ids import new_receipt_id, new_request_key
+from chit.receipts.intents import new_intent
+from chit.receipts.states import ObservationSource
+from chit.store import Store
+from chit.vault import MemoryKeyStore, Vault, aad_for
+
+
+@dataclass
+class Ran:
+    """A finished chit process."""
+
+    code: int
+    out: str
+    err: str
+
+
+def no_keyring_env(home: Path) -> dict[str, str]:
+    """An environment with a private home and no usable OS key store."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHIT_", "DBUS_"))}
+    env["CHIT_HOME"] = str(home)
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+    return env
+
+
+def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
+    """Run ``python -m chit ARGS`` and capture its outcome."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "chit", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return Ran(proc.returncode, proc.stdout, proc.stderr)
+
+
+def seed_receipt(
+    home: Home,
+    *,
+    handle: str,
+    now: datetime,
+    server: str = "demo",
+    tool: str = "slow_compute",
+    state: LifecycleState = LifecycleState.WORKING,
+) -> Receipt:
+    """Write one accepted-task receipt with a sealed handle, as ``chit call`` would."""
+    vault = Vault.unlock(MemoryKeyStore(), None)
+    intent: Intent = new_intent(
+        server=server,
+        tool=tool,
+        args_digest=args_digest({"seconds": 5}),
+        request_key=new_request_key(now),
+        now=now,
+    )
+    receipt_id = new_receipt_id(now)
+    blob = vault.seal(handle, aad_for(receipt_id, server, ""))
+    fp = vault.fingerprint(handle)
+    created = StatusObserved(
+        source=ObservationSource.CREATE,
+        status=state,
+        message="Starting",
+        poll_interval_ms=500,
+        ttl_ms=60_000,
+    )
+    tr = open_receipt(
+        intent,
+        receipt_id=receipt_id,
+        protocol=TaskProtocol.EXTENSION,
+        created=created,
+        now=now,
+        handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
+    )
+    with Store.open(home.ensure()) as store:
+        store.intents.begin(intent)
+        store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
+    return tr.receipt
