@@ -1,0 +1,133 @@
+"""Helpers for the ``test_tasks_server_*`` modules (no tests here).
+
+The tests drive the server with the plain ``mcp`` SDK client, sending ``tasks/*`` and
+task-augmented ``tools/call`` through the session's raw dispatcher: the SDK has no
+task API, and at 2025-11-25 it rejects the nested ``CreateTaskResult`` when sent
+through ``send_request`` (see ``notes/mcp-tasks.md`` §4.4).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client import Client
+from mcp.client.extension import advertise
+
+from chit.tasks.wire import EXTENSION_ID, TERMINAL_STATUSES
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
+NAME_PARAM_METHODS = {"tasks/get", "tasks/update", "tasks/cancel"}
+
+
+def make_client(target: Any, generation: str, *, extension: bool = True, **kwargs: Any) -> Client:
+    """A client pinned to one generation ("2025" → legacy handshake, "2026" → 2026-07-28)."""
+    mode = "legacy" if generation == "2025" else "2026-07-28"
+    extensions = [advertise(EXTENSION_ID)] if extension else []
+    kwargs.setdefault("read_timeout_seconds", 20)
+    return Client(target, mode=mode, extensions=extensions, **kwargs)
+
+
+async def raw(
+    client: Client, method: str, params: Mapping[str, Any], timeout: float = 20
+) -> dict[str, Any]:
+    """Send a request through the session's raw dispatcher and return the result dict."""
+    session = client.session
+    data: dict[str, Any] = {"method": method, "params": dict(params)}
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)  # type: ignore[attr-defined]
+    if method in NAME_PARAM_METHODS:
+        opts.setdefault("headers", {})["mcp-name"] = params["taskId"]
+    opts["timeout"] = timeout
+    result: dict[str, Any] = await session._dispatcher.send_raw_request(
+        method, data["params"], opts
+    )  # type: ignore[attr-defined]
+    return result
+
+
+async def create(
+    client: Client, generation: str, tool: str, arguments: dict[str, Any], **meta: Any
+) -> dict[str, Any]:
+    """Start ``tool`` as a task; return the Task dict (unwrapping the 2025 nesting)."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if meta:
+        params["_meta"] = dict(meta)
+    if generation == "2025":
+        params["task"] = {"ttl": meta.pop("ttl", None) or 120_000}
+        params.get("_meta", {}).pop("ttl", None)
+        result = await raw(client, "tools/call", params)
+        task: dict[str, Any] = result["task"]
+        return task
+    result = await raw(client, "tools/call", params)
+    assert result["resultType"] == "task", result
+    return result
+
+
+async def poll(
+    client: Client, task_id: str, *, until: set[str] | None = None, timeout: float = 15
+) -> dict[str, Any]:
+    """Poll ``tasks/get`` until the status is in ``until`` (default: terminal)."""
+    wanted = until or set(TERMINAL_STATUSES)
+    with anyio.fail_after(timeout):
+        while True:
+            task = await raw(client, "tasks/get", {"taskId": task_id})
+            if task["status"] in wanted or task["status"] in TERMINAL_STATUSES:
+                return task
+            await anyio.sleep(0.05)
+
+
+def free_port() -> int:
+    """Return a free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def demo_env(tmp: Path) -> dict[str, str]:
+    """Environment for a ``chit demo-server`` subprocess (isolated CHIT_HOME)."""
+    env = dict(os.environ)
+    env["CHIT_HOME"] = str(tmp / "home")
+    return env
+
+
+def start_http_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``chit demo-server --http`` on a free port; return (process, URL) once ready."""
+    port = free_port()
+    log = open(tmp / f"demo-http-{port}.log", "wb")  # noqa: SIM115 - lives as long as the process
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "chit", "demo-server", "--http", f"127.0.0.1:{port}", "--db", str(db)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=demo_env(tmp),
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"demo server exited: {(tmp / f'demo-http-{port}.log').read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError("demo server did not become ready within 20 s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a server subprocess we started (kill after 5 s)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
