@@ -6,6 +6,8 @@ import base64
 import json
 import os
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,38 @@ def test_file_store_only_when_asked(home: Home) -> None:
             continue
         assert store.kind != "file"
     assert not home.key_file.exists()
+
+
+class LateFileKeyStore(FileKeyStore):
+    """Its first read misses a key file another process creates right after."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.reads = 0
+
+    def get(self) -> bytes | None:
+        self.reads += 1
+        return None if self.reads == 1 else super().get()
+
+
+def test_first_key_race_keeps_the_winner(home: Home) -> None:
+    late = LateFileKeyStore(home.key_file)
+    winner = Vault.unlock(select_key_store(home, FILE), None)  # lands between late's get/put
+    before = home.key_file.read_bytes()
+    loser = Vault.unlock(late, None)
+    assert loser.kid == winner.kid and late.reads == 2
+    assert home.key_file.read_bytes() == before  # the winner's file was not overwritten
+    assert sorted(p.name for p in home.root.iterdir()) == [home.key_file.name]
+
+
+def test_concurrent_first_start_agrees_on_one_key(home: Home) -> None:
+    barrier = threading.Barrier(6)
+
+    def start() -> bytes:
+        store = FileKeyStore(home.key_file)
+        barrier.wait()
+        return Vault.unlock(store, None).kid
+
+    with ThreadPoolExecutor(6) as pool:
+        kids = set(pool.map(lambda _: start(), range(6)))
+    assert len(kids) == 1

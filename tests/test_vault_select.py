@@ -40,7 +40,9 @@ def test_memory_store_says_keys_vanish(home: Home) -> None:
     store = select_key_store(home, {"CHIT_KEY_STORE": " Memory "})
     assert isinstance(store, MemoryKeyStore) and store.kind == "memory"
     assert "vanish when this process exits" in store.name
-    assert not home.root.exists()
+    Vault.unlock(store, None)
+    assert store.get() is not None
+    assert not home.root.exists()  # nothing on disk, not even the home
 
 
 def test_invalid_choice(home: Home) -> None:

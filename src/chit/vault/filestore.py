@@ -12,6 +12,7 @@ import base64
 import binascii
 import errno
 import json
+import logging
 import os
 import secrets
 import stat
@@ -24,6 +25,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from chit.home import ensure_private_dir
 from chit.vault.errors import KeyStoreUnavailable
+
+log = logging.getLogger("chit.vault")
 
 FORMAT = "chit-data-key"
 VERSION = 1
@@ -71,7 +74,10 @@ class FileKeyStore:
         return self._unwrap(doc)
 
     def put(self, key: bytes) -> None:
-        """Write the key file atomically: O_EXCL temp file (0600), fsync, rename, fsync dir.
+        """Create the key file atomically (O_EXCL 0600 temp file, fsync, link, fsync dir).
+
+        An existing key file is never overwritten: if another process created one first,
+        this call writes nothing and ``Vault.unlock``'s read-back picks up that key.
 
         Raises:
             KeyStoreUnavailable: the file cannot be written.
@@ -90,7 +96,8 @@ class FileKeyStore:
             doc.update(wrap=WRAP_NONE, key=_enc(key))
         payload = (json.dumps(doc, indent=2) + "\n").encode("utf-8")
         try:
-            _atomic_write_private(self.path, payload)
+            if not _atomic_write_private(self.path, payload):
+                log.info("key file %s already exists; keeping it", self.path)
         except OSError as exc:
             raise KeyStoreUnavailable(
                 f"cannot write the key file {self.path} ({exc.strerror or exc})",
@@ -221,12 +228,17 @@ def _b64(doc: dict[str, Any], field: str, store: FileKeyStore) -> bytes:
         raise store._corrupt(f"field {field!r} is not base64") from exc
 
 
-def _atomic_write_private(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` so that readers see either nothing or all of it.
+def _atomic_write_private(path: Path, payload: bytes) -> bool:
+    """Create ``path`` with ``payload`` so that readers see either nothing or all of it.
 
     The temp file is created 0600 with O_EXCL (never through an existing file or
-    symlink), fsynced, renamed over ``path``, then the directory is fsynced so the
-    rename itself survives a power loss.
+    symlink) and fsynced, then hard-linked to ``path``, which fails if ``path`` exists:
+    two processes creating the first key at once cannot overwrite each other's key (the
+    loser reads the winner's back). Where hard links are unsupported, ``os.replace`` is
+    the fallback. Finally the directory is fsynced so the new name survives a power loss.
+
+    Returns:
+        False if ``path`` already existed (nothing was written), else True.
     """
     ensure_private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -241,13 +253,20 @@ def _atomic_write_private(path: Path, payload: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            os.replace(tmp, path)  # no hard links here (e.g. some FUSE/SMB mounts)
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
     if _POSIX:
         dfd = os.open(path.parent, os.O_RDONLY | _CLOEXEC)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+    return True
