@@ -28,7 +28,13 @@ from chit.tasks.client.models import (
     TaskSnapshot,
     ToolInfo,
 )
-from chit.tasks.client.spec import HttpServer, InProcessServer, ServerSpec, StdioServer
+from chit.tasks.client.spec import (
+    HttpServer,
+    InProcessServer,
+    ServerSpec,
+    StdioServer,
+    TransportServer,
+)
 
 __all__ = [
     "CancelKind",
@@ -56,6 +62,7 @@ __all__ = [
     "TaskSnapshot",
     "ToolInfo",
     "TransientError",
+    "TransportServer",
     "classify",
     "related_task_id",
 ]

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from mcp.client._transport import Transport
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -61,7 +62,21 @@ class InProcessServer:
         return f"in-process {type(self.server).__name__}"
 
 
-ServerSpec = StdioServer | HttpServer | InProcessServer
+@dataclass(frozen=True)
+class TransportServer:
+    """Any ``mcp`` client ``Transport`` (an async context manager yielding the two streams).
+
+    For tests with scripted peers; one instance can be entered once.
+    """
+
+    transport: Transport
+
+    def describe(self) -> str:
+        """A human label."""
+        return f"transport {type(self.transport).__name__}"
+
+
+ServerSpec = StdioServer | HttpServer | InProcessServer | TransportServer
 """Anything :class:`~chit.tasks.client.TaskClient` can connect to."""
 
 
@@ -73,6 +88,8 @@ async def open_target(spec: ServerSpec, stack: AsyncExitStack) -> Any:
     """
     if isinstance(spec, InProcessServer):
         return spec.server
+    if isinstance(spec, TransportServer):
+        return spec.transport
     if isinstance(spec, StdioServer):
         params = StdioServerParameters(
             command=spec.command,
@@ -85,4 +102,11 @@ async def open_target(spec: ServerSpec, stack: AsyncExitStack) -> Any:
     return streamable_http_client(spec.url, http_client=http)
 
 
-__all__ = ["HttpServer", "InProcessServer", "ServerSpec", "StdioServer", "open_target"]
+__all__ = [
+    "HttpServer",
+    "InProcessServer",
+    "ServerSpec",
+    "StdioServer",
+    "TransportServer",
+    "open_target",
+]
