@@ -202,3 +202,17 @@ def test_tools_against_demo_server(home: Path, tmp_path: Path) -> None:
         assert listing["extension_declared"] is True
     text = run(home, "tools", "demo", "--timeout", "60").stdout
     assert text.startswith("# demo:") and "slow_compute" in text
+
+
+def test_file_key_store_records_kid_and_reopens(home: Path) -> None:
+    from chit.home import Home
+    from chit.servers import Registry
+    from chit.servers._kid import recorded_kid
+
+    r = run(
+        home, "servers", "add", "fs", "--command", "x", "--env", "API_TOKEN=t0k", key_store="file"
+    )
+    assert r.exit_code == 0, r.output
+    assert recorded_kid(Home(home)) is not None
+    env = {"CHIT_KEY_STORE": "file"}
+    assert Registry.for_home(Home(home), environ=env).resolve("fs").env == {"API_TOKEN": "t0k"}
