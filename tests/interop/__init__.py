@@ -1,0 +1,1 @@
+"""Interop tests: chit against third-party MCP tooling installed from npm."""
