@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
@@ -204,3 +205,60 @@ async def test_2025_cancel_then_cancel_terminal_is_rejected(server: Any) -> None
         with pytest.raises(MCPError) as err:
             await raw(client, "tasks/get", {"taskId": "unknown"})
         assert err.value.error.code == -32602
+
+
+async def test_2025_status_notifications(server: Any) -> None:
+    from mcp.client.extension import ClientExtension, NotificationBinding
+    from mcp_types import TaskStatusNotificationParams
+
+    seen: list[TaskStatusNotificationParams] = []
+
+    async def on_status(params: TaskStatusNotificationParams) -> None:
+        seen.append(params)
+
+    class Watch(ClientExtension):
+        identifier = "io.github.chit/test-watch"
+
+        def notifications(self) -> list[NotificationBinding[Any]]:
+            return [
+                NotificationBinding(
+                    method="notifications/tasks/status",
+                    params_type=TaskStatusNotificationParams,
+                    handler=on_status,
+                )
+            ]
+
+    async with make_client(server, "2025", extension=False, extensions=[Watch()]) as client:
+        created = await create(client, "2025", "slow_compute", {"seconds": 0.2})
+        await raw(client, "tasks/result", {"taskId": created["taskId"]})
+        for _ in range(50):
+            if any(p.status == "completed" for p in seen):
+                break
+            await anyio.sleep(0.05)
+    assert {p.task_id for p in seen} == {created["taskId"]}
+    assert seen[-1].status == "completed"
+
+
+async def test_2025_progress_token_lives_with_the_task(server: Any) -> None:
+    from mcp_types import ProgressNotification
+
+    seen: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ProgressNotification):
+            seen.append(message.params)
+
+    async with make_client(server, "2025", message_handler=on_message) as client:
+        params = {
+            "name": "slow_compute",
+            "arguments": {"seconds": 1},
+            "task": {},
+            "_meta": {"progressToken": "tok-9"},
+        }
+        created = (await raw(client, "tools/call", params))["task"]
+        await raw(client, "tasks/result", {"taskId": created["taskId"]})
+        await anyio.sleep(0.2)
+    values = [p.progress for p in seen]
+    assert len(values) >= 3 and values == sorted(set(values))
+    assert {p.progress_token for p in seen} == {"tok-9"}
+    assert seen[0].meta["io.modelcontextprotocol/related-task"] == {"taskId": created["taskId"]}

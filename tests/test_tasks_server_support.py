@@ -32,6 +32,7 @@ def make_client(target: Any, generation: str, *, extension: bool = True, **kwarg
     """A client pinned to one generation ("2025" → legacy handshake, "2026" → 2026-07-28)."""
     mode = "legacy" if generation == "2025" else "2026-07-28"
     extensions = [advertise(EXTENSION_ID)] if extension else []
+    extensions += kwargs.pop("extensions", [])
     kwargs.setdefault("read_timeout_seconds", 20)
     return Client(target, mode=mode, extensions=extensions, **kwargs)
 
