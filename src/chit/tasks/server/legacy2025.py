@@ -147,7 +147,7 @@ async def list_tasks(ext: TasksExtension, ctx: Ctx, params: ListTasksParams) -> 
             after = (int(created), task_id)
         except ValueError as exc:
             raise MCPError(code=INVALID_PARAMS, message="Invalid cursor") from exc
-    now = ext.runtime._now_ms()
+    now = ext.runtime.now_ms()
     records = ext.runtime.store.list_for(ext.principal_of(ctx), now, after, PAGE_SIZE + 1)
     page = records[:PAGE_SIZE]
     result: dict[str, Any] = {"tasks": [task_2025(r).wire() for r in page]}

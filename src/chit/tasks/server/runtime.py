@@ -23,19 +23,16 @@ from anyio.abc import TaskGroup
 from mcp.shared.exceptions import MCPError
 
 from chit.tasks._time import Now, to_ms, utc_now
-from chit.tasks.server.context import TaskContext
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.store import TaskRecord, TaskStore
 from chit.tasks.server.tools import (
     PreInput,
-    TaskProtocolError,
+    TaskGone,
     TaskTool,
     ToolFn,
     build_task_tool,
-    to_call_tool_result,
-    tool_error_result,
 )
-from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, PROTOCOL_2025, TaskSupport
+from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +44,6 @@ NOT_FOUND_MESSAGE = "Failed to retrieve task: Task not found"
 
 class TaskError(MCPError):
     """A JSON-RPC error raised by the runtime (handlers let it propagate)."""
-
-
-class TaskGone(Exception):
-    """The task became terminal (cancelled) or vanished while its worker waited."""
 
 
 def not_found() -> TaskError:
@@ -156,7 +149,7 @@ class TaskRuntime:
 
     def recover(self) -> None:
         """Settle tasks left active by a previous process: fail them, or re-run resumable ones."""
-        self.store.purge_expired(self._now_ms())
+        self.store.purge_expired(self.now_ms())
         for record in self.store.active():
             tool = self.tools.get(record.tool)
             if record.resumable and tool is not None and self._tg is not None:
@@ -172,7 +165,7 @@ class TaskRuntime:
                 status="failed",
                 status_message="Interrupted: the server stopped while the task was running",
                 error={"code": INTERNAL_ERROR, "message": "Task interrupted by a server restart"},
-                updated_at_ms=self._now_ms(),
+                updated_at_ms=self.now_ms(),
             )
 
     # --- creation -------------------------------------------------------------------
@@ -218,7 +211,7 @@ class TaskRuntime:
             args = tool.validate(arguments)
         except Exception as exc:
             raise TaskError(code=INVALID_PARAMS, message=str(exc)) from exc
-        now = self._now_ms()
+        now = self.now_ms()
         ttl = self.clamp_ttl(ttl_ms)
         record = TaskRecord(
             id=secrets.token_urlsafe(24),
@@ -280,7 +273,7 @@ class TaskRuntime:
         record = self.store.get(task_id) if isinstance(task_id, str) else None
         if record is None or not secrets.compare_digest(record.principal, principal):
             raise not_found()
-        if record.expires_at_ms <= self._now_ms():
+        if record.expires_at_ms <= self.now_ms():
             raise not_found()
         return record
 
@@ -305,7 +298,7 @@ class TaskRuntime:
         await self.notifier.status_changed(task_id)
 
     async def _set(self, task_id: str, **changes: Any) -> bool:
-        changes["updated_at_ms"] = self._now_ms()
+        changes["updated_at_ms"] = self.now_ms()
         done = self.store.update(task_id, only_if_active=True, **changes)
         if done:
             await self.changed(task_id)
@@ -383,66 +376,12 @@ class TaskRuntime:
     def _start(self, task_id: str) -> None:
         if self._tg is None:
             raise TaskError(code=INTERNAL_ERROR, message="Task runtime is not running")
-        self._tg.start_soon(self._run, task_id)
+        from chit.tasks.server.workers import run_task
 
-    async def _run(self, task_id: str) -> None:
-        record = self.store.get(task_id)
-        if record is None:
-            return
-        tool = self.tools[record.tool]
-        ctx = TaskContext(self, task_id, tool.name)
-        with anyio.CancelScope() as scope:
-            self._scopes[task_id] = scope
-            try:
-                await self._execute(record, tool, ctx)
-            finally:
-                self._scopes.pop(task_id, None)
-        self.store.update(task_id, runs=record.runs + 1)
+        self._tg.start_soon(run_task, self, task_id)
 
-    async def _execute(self, record: TaskRecord, tool: TaskTool, ctx: TaskContext) -> None:
-        await self._set(record.id, status_message="Running")
-        try:
-            if tool.pre_inputs:
-                asks = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
-                ctx.gathered = await self.request_inputs(record.id, asks)
-            kwargs = dict(record.args)
-            if tool.context_param:
-                kwargs[tool.context_param] = ctx
-            value = await tool.fn(**kwargs)
-        except TaskProtocolError as exc:
-            await self._finish(record, error=exc.to_error(), message=f"Failed: {exc.message}")
-        except MCPError as exc:
-            error = exc.error.model_dump(mode="json", exclude_none=True)
-            await self._finish(record, error=error, message=f"Failed: {exc.error.message}")
-        except TaskGone:
-            return
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception as exc:
-            logger.info("task %s: tool %s raised %r", record.id, tool.name, exc)
-            await self._finish(record, result=tool_error_result(str(exc) or type(exc).__name__))
-        else:
-            await self._finish(record, result=to_call_tool_result(value))
-
-    async def _finish(
-        self,
-        record: TaskRecord,
-        *,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
-        message: str | None = None,
-    ) -> None:
-        if error is not None:
-            await self._set(record.id, status="failed", error=error, status_message=message)
-            return
-        assert result is not None
-        is_error = bool(result.get("isError"))
-        # 2025: a tool error fails the task; 2026 reserves failed for JSON-RPC errors.
-        status = "failed" if is_error and record.protocol == PROTOCOL_2025 else "completed"
-        text = "Completed with a tool error" if is_error else "Completed"
-        await self._set(record.id, status=status, result=result, status_message=text)
-
-    def _now_ms(self) -> int:
+    def now_ms(self) -> int:
+        """Return the runtime clock as epoch milliseconds."""
         return to_ms(self.now())
 
 

@@ -52,6 +52,10 @@ class TaskProtocolError(Exception):
         return error
 
 
+class TaskGone(Exception):
+    """The task became terminal (cancelled) or vanished while its worker waited."""
+
+
 class InvalidArguments(Exception):
     """The call's arguments do not match the tool's schema (-32602, nothing stored)."""
 

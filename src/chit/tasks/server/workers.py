@@ -1,0 +1,88 @@
+"""Task workers: run a tool for a task and record its outcome."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+
+from chit.tasks.server.context import TaskContext
+from chit.tasks.server.store import TaskRecord
+from chit.tasks.server.tools import (
+    TaskGone,
+    TaskProtocolError,
+    TaskTool,
+    to_call_tool_result,
+    tool_error_result,
+)
+from chit.tasks.wire import PROTOCOL_2025
+
+if TYPE_CHECKING:
+    from chit.tasks.server.runtime import TaskRuntime
+
+logger = logging.getLogger(__name__)
+
+
+async def run_task(runtime: TaskRuntime, task_id: str) -> None:
+    """Run one task's tool to its end, recording the outcome (the worker body)."""
+    record = runtime.store.get(task_id)
+    if record is None:
+        return
+    tool = runtime.tools[record.tool]
+    ctx = TaskContext(runtime, task_id, tool.name)
+    with anyio.CancelScope() as scope:
+        runtime._scopes[task_id] = scope
+        try:
+            await _execute(runtime, record, tool, ctx)
+        finally:
+            runtime._scopes.pop(task_id, None)
+    runtime.store.update(task_id, runs=record.runs + 1)
+
+
+async def _execute(
+    runtime: TaskRuntime, record: TaskRecord, tool: TaskTool, ctx: TaskContext
+) -> None:
+    await runtime._set(record.id, status_message="Running")
+    try:
+        if tool.pre_inputs:
+            asks = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
+            ctx.gathered = await runtime.request_inputs(record.id, asks)
+        kwargs = dict(record.args)
+        if tool.context_param:
+            kwargs[tool.context_param] = ctx
+        value = await tool.fn(**kwargs)
+    except TaskProtocolError as exc:
+        await _finish(runtime, record, error=exc.to_error(), message=f"Failed: {exc.message}")
+    except MCPError as exc:
+        error = exc.error.model_dump(mode="json", exclude_none=True)
+        await _finish(runtime, record, error=error, message=f"Failed: {exc.error.message}")
+    except TaskGone:
+        return
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        logger.info("task %s: tool %s raised %r", record.id, tool.name, exc)
+        await _finish(runtime, record, result=tool_error_result(str(exc) or type(exc).__name__))
+    else:
+        await _finish(runtime, record, result=to_call_tool_result(value))
+
+
+async def _finish(
+    runtime: TaskRuntime,
+    record: TaskRecord,
+    *,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+    message: str | None = None,
+) -> None:
+    if error is not None:
+        await runtime._set(record.id, status="failed", error=error, status_message=message)
+        return
+    assert result is not None
+    is_error = bool(result.get("isError"))
+    # 2025: a tool error fails the task; 2026 reserves failed for JSON-RPC errors.
+    status = "failed" if is_error and record.protocol == PROTOCOL_2025 else "completed"
+    text = "Completed with a tool error" if is_error else "Completed"
+    await runtime._set(record.id, status=status, result=result, status_message=text)
