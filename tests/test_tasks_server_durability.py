@@ -12,7 +12,16 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from chit.demo.server import build_demo_server
-from tests.test_tasks_server_support import PYTHON, create, demo_env, make_client, poll, raw
+from tests.test_tasks_server_support import (
+    PYTHON,
+    create,
+    demo_env,
+    make_client,
+    poll,
+    raw,
+    start_http_server,
+    stop,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 KEY = "io.github.chit/request-key"
@@ -151,3 +160,24 @@ async def test_restart_between_create_and_get(tmp_path: Path, generation: str) -
         again = await create(c, generation, "slow_compute", {"seconds": 60}, **{KEY: "r-2"})
         assert again["taskId"] == running["taskId"] and again["status"] == "failed"
         assert (await poll(c, resumable["taskId"]))["status"] == "completed"
+
+
+async def test_sigkill_http_server_then_restart_on_same_store(tmp_path: Path) -> None:
+    db = tmp_path / "killed.db"
+    proc, url = start_http_server(db, tmp_path)
+    try:
+        async with make_client(url, "2026") as c:
+            running = await create(c, "2026", "slow_compute", {"seconds": 60}, **{KEY: "k-kill"})
+            await poll(c, running["taskId"], until={"working"})
+    finally:
+        proc.kill()  # no shutdown path runs: the row still says "working"
+        proc.wait(5)
+    proc, url = start_http_server(db, tmp_path)
+    try:
+        async with make_client(url, "2026") as c:
+            failed = await raw(c, "tasks/get", {"taskId": running["taskId"]})
+            assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+            retry = await create(c, "2026", "slow_compute", {"seconds": 60}, **{KEY: "k-kill"})
+            assert retry["taskId"] == running["taskId"] and retry["status"] == "failed"
+    finally:
+        stop(proc)
