@@ -114,6 +114,7 @@ class TaskClient:
         self._stack: AsyncExitStack | None = None
         self._task_inputs: dict[str, InputHandler] = {}
         self._seen_inputs: dict[str, set[str]] = {}
+        self._handled_inputs: dict[str, set[str]] = {}
         self._wakeups: dict[str, anyio.Event] = {}
         self._support: dict[str, wire.TaskSupport] = {}
 
@@ -127,7 +128,9 @@ class TaskClient:
             target = await open_target(self.spec, stack)
             client = Client(
                 target,
-                mode="2026-07-28" if self.mode == "2026" else self.mode,
+                # "2026" negotiates like "auto" and is checked below: pinning the SDK to
+                # the version would skip server/discover and lose the capabilities.
+                mode="auto" if self.mode == "2026" else self.mode,
                 read_timeout_seconds=self.read_timeout,
                 elicitation_callback=self._on_elicit,
                 sampling_callback=self._on_sample if self._declare_sampling else None,
@@ -136,6 +139,11 @@ class TaskClient:
                 cache=None,
             )
             self._client = await stack.enter_async_context(client)
+            if self.mode == "2026" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                raise IncompatibleError(
+                    f"server negotiated {client.protocol_version}, not 2026-07-28",
+                    method="server/discover",
+                )
         except BaseException as exc:
             await stack.__aexit__(type(exc), exc, exc.__traceback__)
             if isinstance(exc, Exception):
@@ -333,8 +341,8 @@ class TaskClient:
         2025: blocking ``tasks/result``; elicitation/sampling requests that arrive meanwhile
         with related-task ``_meta`` for ``task_id`` go to ``on_input`` (else the client's
         ``input_handler``). 2026: polls ``tasks/get`` (honouring ``pollIntervalMs``, woken
-        early by hints) until terminal, answering *new* ``inputRequests`` with
-        ``on_input`` when given.
+        early by hints) until terminal, answering outstanding ``inputRequests`` not
+        yet handled by this client with ``on_input`` when given.
 
         Raises:
             TransientError: ``timeout`` elapsed (2026) or the 2025 request timed out.
@@ -353,20 +361,23 @@ class TaskClient:
                 snap = await self.get(task_id)
                 if snap.terminal:
                     return TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
-                if on_input is not None and snap.new_input_keys:
-                    await self._answer_with(task_id, snap, on_input)
+                if on_input is not None and await self._answer_with(task_id, snap, on_input):
                     continue
                 await self._sleep(task_id, snap.poll_interval_ms)
         raise TransientError("task did not finish in time", method=wire.TASKS_GET)
 
-    async def _answer_with(self, task_id: str, snap: TaskSnapshot, handler: InputHandler) -> None:
+    async def _answer_with(self, task_id: str, snap: TaskSnapshot, handler: InputHandler) -> bool:
+        """Answer every outstanding key not yet handled here; True when something was sent."""
+        handled = self._handled_inputs.setdefault(task_id, set())
         answers: dict[str, InputResponse] = {}
-        for key in sorted(snap.new_input_keys):
+        for key in sorted(set(snap.input_requests) - handled):
             reply = await handler(task_id, snap.input_requests[key])
+            handled.add(key)  # a declined key is not asked again on the next poll
             if not isinstance(reply, ErrorData):
                 answers[key] = reply
         if answers:
             await self.answer(task_id, answers)
+        return bool(answers)
 
     async def _sleep(self, task_id: str, poll_ms: int | None) -> None:
         seconds = DEFAULT_POLL_S if poll_ms is None else poll_ms / 1000
@@ -390,12 +401,14 @@ class TaskClient:
             )
         await modern.update(self.session, task_id, responses)
         self._seen_inputs.setdefault(task_id, set()).update(responses)
+        self._handled_inputs.setdefault(task_id, set()).update(responses)
 
     async def cancel(self, task_id: str) -> CancelOutcome:
         """Ask the server to cancel; see :class:`CancelOutcome` for what each kind means."""
         if self._require(wire.TASKS_CANCEL) == wire.PROTOCOL_2026:
             await modern.cancel(self.session, task_id)
             self._seen_inputs.pop(task_id, None)
+            self._handled_inputs.pop(task_id, None)
             return CancelOutcome(kind="acknowledged")
         try:
             snap = await legacy.cancel(self.session, task_id)
