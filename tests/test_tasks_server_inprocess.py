@@ -262,3 +262,56 @@ async def test_2025_progress_token_lives_with_the_task(server: Any) -> None:
     assert len(values) >= 3 and values == sorted(set(values))
     assert {p.progress_token for p in seen} == {"tok-9"}
     assert seen[0].meta["io.modelcontextprotocol/related-task"] == {"taskId": created["taskId"]}
+
+
+async def test_2026_listen_for_task_notifications(server: Any) -> None:
+    from mcp.client.extension import ClientExtension, NotificationBinding
+    from mcp_types import NotificationParams
+    from pydantic import ConfigDict
+
+    class Params(NotificationParams):
+        model_config = ConfigDict(extra="allow")
+
+    seen: list[dict[str, Any]] = []
+
+    async def on_tasks(params: Params) -> None:
+        seen.append(params.model_extra or {})
+
+    class Watch(ClientExtension):
+        identifier = "io.github.chit/test-watch"
+
+        def notifications(self) -> list[NotificationBinding[Any]]:
+            return [
+                NotificationBinding(
+                    method="notifications/tasks", params_type=Params, handler=on_tasks
+                )
+            ]
+
+    async with make_client(server, "2026", extensions=[Watch()]) as client:
+        task_id = (await create(client, "2026", "slow_compute", {"seconds": 1.0, "label": "push"}))[
+            "taskId"
+        ]
+        async with anyio.create_task_group() as tg:
+
+            async def listen() -> None:
+                await raw(
+                    client,
+                    "subscriptions/listen",
+                    {"notifications": {"taskIds": [task_id, "bogus"]}},
+                )
+
+            tg.start_soon(listen)
+            await poll(client, task_id)
+            with anyio.fail_after(5):
+                while not any(s.get("status") == "completed" for s in seen):
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    final = next(s for s in seen if s.get("status") == "completed")
+    assert (
+        final["taskId"] == task_id
+        and final["result"]["content"][0]["text"] == "Computed push in 1 s"
+    )
+    async with make_client(server, "2026", extension=False) as plain:
+        with pytest.raises(MCPError) as err:
+            await raw(plain, "subscriptions/listen", {"notifications": {"taskIds": [task_id]}})
+        assert err.value.error.code == -32021

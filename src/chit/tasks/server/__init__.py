@@ -53,6 +53,15 @@ def build_server(
 
     server = MCPServer(name, extensions=[ext, *extensions], lifespan=lifespan, **kwargs)
     server.middleware.append(legacy_middleware(ext))
+    # Replace the SDK's listen handler with one that also serves task subscriptions.
+    from mcp_types import SubscriptionsListenRequestParams
+
+    from chit.tasks.server.listen import TaskListenHandler
+
+    listen = TaskListenHandler(server._subscriptions, ext)
+    server._lowlevel_server.add_request_handler(
+        "subscriptions/listen", SubscriptionsListenRequestParams, listen
+    )
     return server
 
 

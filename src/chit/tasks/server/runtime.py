@@ -96,6 +96,7 @@ class TaskRuntime:
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._changed: dict[str, anyio.Event] = {}
+        self._listeners: list[Callable[[str], None]] = []
 
     # --- registration -------------------------------------------------------------
 
@@ -290,11 +291,18 @@ class TaskRuntime:
         with anyio.move_on_after(timeout):
             await event.wait()
 
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(task_id)`` on every task change; return the remover."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
     async def changed(self, task_id: str) -> None:
         """Wake waiters of ``task_id`` and push status notifications."""
         event = self._changed.pop(task_id, None)
         if event is not None:
             event.set()
+        for listener in list(self._listeners):
+            listener(task_id)
         await self.notifier.status_changed(task_id)
 
     async def _set(self, task_id: str, **changes: Any) -> bool:
