@@ -12,38 +12,32 @@ The generation is chosen once per connection from what was negotiated:
 from __future__ import annotations
 
 import logging
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from importlib import metadata
 from typing import Any, Literal, cast
 
 import anyio
 from mcp import Client
-from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.session import ClientSession
 from mcp_types import (
     INVALID_REQUEST,
     CallToolResult,
-    CreateMessageRequest,
-    CreateMessageRequestParams,
-    CreateMessageResult,
-    CreateMessageResultWithTools,
-    ElicitRequest,
-    ElicitRequestParams,
-    ElicitResult,
     ErrorData,
     Implementation,
     InputRequest,
     InputResponse,
-    ListRootsResult,
-    PaginatedRequestParams,
     RequestParamsMeta,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from chit.tasks import wire
 from chit.tasks.client import legacy, modern
+from chit.tasks.client.discovery import list_tool_infos, summarize
 from chit.tasks.client.errors import IncompatibleError, TransientError, classify
 from chit.tasks.client.extension import TasksClientExtension
-from chit.tasks.client.inputs import HintCallback, InputHandler, related_task_id
+from chit.tasks.client.inputs import HintCallback, InputHandler, InputRouter
+from chit.tasks.client.listen import listen_tasks
 from chit.tasks.client.models import (
     CancelOutcome,
     ServerSummary,
@@ -112,7 +106,7 @@ class TaskClient:
         self._declare_sampling = declare_sampling
         self._client: Client | None = None
         self._stack: AsyncExitStack | None = None
-        self._task_inputs: dict[str, InputHandler] = {}
+        self._router = InputRouter(input_handler)
         self._seen_inputs: dict[str, set[str]] = {}
         self._handled_inputs: dict[str, set[str]] = {}
         self._wakeups: dict[str, anyio.Event] = {}
@@ -132,8 +126,8 @@ class TaskClient:
                 # the version would skip server/discover and lose the capabilities.
                 mode="auto" if self.mode == "2026" else self.mode,
                 read_timeout_seconds=self.read_timeout,
-                elicitation_callback=self._on_elicit,
-                sampling_callback=self._on_sample if self._declare_sampling else None,
+                elicitation_callback=self._router.on_elicit,
+                sampling_callback=self._router.on_sample if self._declare_sampling else None,
                 extensions=[TasksClientExtension(self._on_notification)],
                 client_info=Implementation(name="chit", version=_version()),
                 cache=None,
@@ -145,7 +139,9 @@ class TaskClient:
                     method="server/discover",
                 )
         except BaseException as exc:
-            await stack.__aexit__(type(exc), exc, exc.__traceback__)
+            # Close without re-raising through the stack: the SDK's task groups would wrap
+            # ``exc`` in an ExceptionGroup and hide the typed error from callers.
+            await stack.aclose()
             if isinstance(exc, Exception):
                 raise classify(exc, "initialize") from exc
             raise
@@ -196,55 +192,13 @@ class TaskClient:
 
     async def list_tools(self) -> list[ToolInfo]:
         """All tools with their effective task support (refreshes the support cache)."""
-        tools: list[ToolInfo] = []
-        cursor: str | None = None
-        gen = self.generation
-        for _ in range(100):  # a paginator that never ends must not hang us
-            try:
-                params = PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await self.session.list_tools(params=params)
-            except Exception as exc:
-                raise classify(exc, "tools/list") from exc
-            for tool in page.tools:
-                support: wire.TaskSupport = "forbidden"
-                if gen == wire.PROTOCOL_2026:
-                    support = "optional"
-                elif gen == wire.PROTOCOL_2025 and tool.execution is not None:
-                    support = tool.execution.task_support or "forbidden"
-                self._support[tool.name] = support
-                tools.append(
-                    ToolInfo(
-                        name=tool.name,
-                        title=tool.title,
-                        description=tool.description,
-                        input_schema=dict(tool.input_schema),
-                        task_support=support,
-                        tool=tool,
-                    )
-                )
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        tools = await list_tool_infos(self.session, self.generation)
+        self._support.update({t.name: t.task_support for t in tools})
         return tools
 
     def server_summary(self) -> ServerSummary:
         """Server identity and task support for a "servers" screen."""
-        info = self.client.server_info
-        gen = self.generation
-        if gen == wire.PROTOCOL_2026:
-            detail = f"{wire.EXTENSION_ID} extension"
-        elif gen == wire.PROTOCOL_2025:
-            detail = "2025-11-25 core tasks (per-tool taskSupport)"
-        else:
-            detail = "no task support advertised"
-        return ServerSummary(
-            name=info.name if info else None,
-            version=info.version if info else None,
-            protocol_version=self.protocol_version,
-            generation=gen,
-            tasks_supported=gen is not None,
-            tasks_detail=detail,
-        )
+        return summarize(self.client.server_info, self.protocol_version, self.generation)
 
     async def _task_support(self, tool: str) -> wire.TaskSupport:
         if tool not in self._support:
@@ -349,13 +303,8 @@ class TaskClient:
         """
         limit = timeout if timeout is not None else self.result_timeout
         if self._require(wire.TASKS_RESULT) == wire.PROTOCOL_2025:
-            if on_input is not None:
-                self._task_inputs[task_id] = on_input
-            try:
+            with self._router.routing(task_id, on_input):
                 return await legacy.result(self.session, task_id, limit)
-            finally:
-                if on_input is not None:
-                    self._task_inputs.pop(task_id, None)
         with anyio.move_on_after(limit):
             while True:
                 snap = await self.get(task_id)
@@ -424,6 +373,21 @@ class TaskClient:
             return CancelOutcome(kind="already_terminal", snapshot=current)
         return CancelOutcome(kind="cancelled", snapshot=snap)
 
+    @asynccontextmanager
+    async def watch(self, task_ids: Sequence[str]) -> AsyncIterator[frozenset[str]]:
+        """Ask the server to push status changes of ``task_ids`` as hints while open.
+
+        2026: a ``subscriptions/listen`` stream with ``taskIds``; yields the ids the
+        server acknowledged (it silently drops unknown ones). 2025: servers push
+        ``notifications/tasks/status`` unasked, so nothing is sent and the empty set is
+        yielded. Either way hints reach ``on_hint``; polling stays the source of truth.
+        """
+        if self._require(wire.SUBSCRIPTIONS_LISTEN) != wire.PROTOCOL_2026:
+            yield frozenset()
+            return
+        async with listen_tasks(self.session, task_ids, self.read_timeout) as accepted:
+            yield accepted
+
     # --- server → client ----------------------------------------------------------------
 
     async def _on_notification(self, task_id: str, params: dict[str, Any]) -> None:
@@ -436,32 +400,6 @@ class TaskClient:
                 await self._on_hint(task_id)
             except Exception:
                 logger.exception("on_hint callback raised")
-
-    async def _route_input(
-        self, ctx: ClientRequestContext, request: InputRequest
-    ) -> InputResponse | ErrorData:
-        task_id = related_task_id(request.params.meta if request.params else None, ctx.meta)
-        handler = self._task_inputs.get(task_id) if task_id else None
-        handler = handler or self._input_handler
-        if handler is None:
-            return ErrorData(code=INVALID_REQUEST, message="no input handler for this request")
-        return await handler(task_id, request)
-
-    async def _on_elicit(
-        self, context: ClientRequestContext, params: ElicitRequestParams
-    ) -> ElicitResult | ErrorData:
-        reply = await self._route_input(context, ElicitRequest(params=params))
-        if isinstance(reply, ElicitResult | ErrorData):
-            return reply
-        return ErrorData(code=INVALID_REQUEST, message="handler returned a non-elicitation reply")
-
-    async def _on_sample(
-        self, context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
-        reply = await self._route_input(context, CreateMessageRequest(params=params))
-        if isinstance(reply, ListRootsResult | ElicitResult):
-            return ErrorData(code=INVALID_REQUEST, message="handler returned a non-sampling reply")
-        return reply
 
 
 __all__ = ["Mode", "TaskClient"]

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from mcp_types import ErrorData, InputRequest, InputResponse
+from mcp.client.session import ClientRequestContext
+from mcp_types import (
+    INVALID_REQUEST,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    InputRequest,
+    InputResponse,
+    ListRootsResult,
+)
 
 from chit.tasks import wire
 
@@ -35,4 +50,57 @@ def related_task_id(*metas: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-__all__ = ["HintCallback", "InputHandler", "related_task_id"]
+class InputRouter:
+    """Routes 2025 server→client elicitation/sampling to the handler of the related task.
+
+    While :meth:`TaskClient.result` waits on ``tasks/result`` for a task, requests whose
+    related-task ``_meta`` names that task go to the handler given for it; everything
+    else goes to the default handler; with neither, the request is declined.
+    """
+
+    def __init__(self, default: InputHandler | None) -> None:
+        self.default = default
+        self._per_task: dict[str, InputHandler] = {}
+
+    @contextmanager
+    def routing(self, task_id: str, handler: InputHandler | None) -> Iterator[None]:
+        """Route ``task_id``'s input to ``handler`` for the duration of the block."""
+        if handler is not None:
+            self._per_task[task_id] = handler
+        try:
+            yield
+        finally:
+            if handler is not None:
+                self._per_task.pop(task_id, None)
+
+    async def route(
+        self, context: ClientRequestContext, request: InputRequest
+    ) -> InputResponse | ErrorData:
+        """Answer ``request`` through the matching handler."""
+        task_id = related_task_id(request.params.meta if request.params else None, context.meta)
+        handler = self._per_task.get(task_id) if task_id else None
+        handler = handler or self.default
+        if handler is None:
+            return ErrorData(code=INVALID_REQUEST, message="no input handler for this request")
+        return await handler(task_id, request)
+
+    async def on_elicit(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        """``elicitation_callback`` for ``mcp.Client``."""
+        reply = await self.route(context, ElicitRequest(params=params))
+        if isinstance(reply, ElicitResult | ErrorData):
+            return reply
+        return ErrorData(code=INVALID_REQUEST, message="handler returned a non-elicitation reply")
+
+    async def on_sample(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        """``sampling_callback`` for ``mcp.Client``."""
+        reply = await self.route(context, CreateMessageRequest(params=params))
+        if isinstance(reply, ListRootsResult | ElicitResult):
+            return ErrorData(code=INVALID_REQUEST, message="handler returned a non-sampling reply")
+        return reply
+
+
+__all__ = ["HintCallback", "InputHandler", "InputRouter", "related_task_id"]
