@@ -1,0 +1,158 @@
+"""Questions ``work_ask`` parks for a human, answered in chit (CLI or TUI).
+
+A decision is a row in the sidecar store; the ``work_ask`` task waits until the row is
+answered (or cancelled) and completes with the answer. Because the row is durable, a
+question survives the asking agent's disconnect, and ``chit sidecar decide`` can answer
+it from another process.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import sqlite_utils
+
+from chit import clock
+from chit.errors import Conflict, NotFound, UsageError
+from chit.store import immediate
+from chit.store.db import fetch_all, fetch_one, write
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One question and, once given, its answer."""
+
+    id: str
+    principal: str
+    item_id: str
+    question: str
+    schema: dict[str, Any] | None
+    state: str
+    answer: Any
+    created_at: str
+    answered_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (for ``--json``)."""
+        return {
+            "decision_id": self.id,
+            "item_id": self.item_id,
+            "question": self.question,
+            "schema": self.schema,
+            "state": self.state,
+            "answer": self.answer,
+            "created_at": self.created_at,
+            "answered_at": self.answered_at,
+        }
+
+
+def _row(row: Any) -> Decision:
+    return Decision(
+        id=row["id"],
+        principal=row["principal"],
+        item_id=row["item_id"],
+        question=row["question"],
+        schema=json.loads(row["schema"]) if row["schema"] else None,
+        state=row["state"],
+        answer=json.loads(row["answer"]) if row["answer"] else None,
+        created_at=row["created_at"],
+        answered_at=row["answered_at"],
+    )
+
+
+def ask(
+    db: sqlite_utils.Database,
+    principal: str,
+    item_id: str,
+    question: str,
+    schema: dict[str, Any] | None,
+    *,
+    decision_id: str | None = None,
+) -> Decision:
+    """Park a question (once per ``decision_id``); return the decision."""
+    decision_id = decision_id or "dq_" + secrets.token_urlsafe(12)
+    with immediate(db):
+        write(
+            db,
+            "INSERT INTO decisions (id, principal, item_id, question, schema, state, created_at)"
+            " VALUES (?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT(id) DO NOTHING",
+            [
+                decision_id,
+                principal,
+                item_id,
+                question,
+                json.dumps(schema) if schema is not None else None,
+                clock.iso(),
+            ],
+        )
+    found = get(db, decision_id)
+    assert found is not None
+    return found
+
+
+def get(db: sqlite_utils.Database, decision_id: str) -> Decision | None:
+    """One decision by id."""
+    row = fetch_one(db, "SELECT * FROM decisions WHERE id = ?", [decision_id])
+    return _row(row) if row is not None else None
+
+
+def pending(db: sqlite_utils.Database, *, include_done: bool = False) -> list[Decision]:
+    """Decisions waiting for an answer (oldest first), or all with ``include_done``."""
+    where = "" if include_done else " WHERE state = 'pending'"
+    rows = fetch_all(db, f"SELECT * FROM decisions{where} ORDER BY created_at")
+    return [_row(r) for r in rows]
+
+
+def _check_schema(schema: dict[str, Any] | None, answer: Any) -> None:
+    """A shallow check of the answer against the question's object schema."""
+    if not schema:
+        return
+    if schema.get("type") == "object":
+        if not isinstance(answer, dict):
+            raise UsageError("the answer must be a JSON object")
+        missing = [k for k in schema.get("required", []) if k not in answer]
+        if missing:
+            raise UsageError(f"the answer misses required field(s): {', '.join(missing)}")
+
+
+def decide(db: sqlite_utils.Database, decision_id: str, answer: Any) -> Decision:
+    """Answer a pending decision.
+
+    Raises:
+        NotFound: no such decision.
+        Conflict: it was answered or cancelled already.
+        UsageError: the answer does not fit the question's schema.
+    """
+    current = get(db, decision_id)
+    if current is None:
+        raise NotFound(f"no decision {decision_id}")
+    _check_schema(current.schema, answer)
+    with immediate(db):
+        changed = write(
+            db,
+            "UPDATE decisions SET state = 'answered', answer = ?, answered_at = ?"
+            " WHERE id = ? AND state = 'pending'",
+            [json.dumps(answer), clock.iso(), decision_id],
+        ).rowcount
+    if not changed:
+        raise Conflict(f"decision {decision_id} is already {current.state}")
+    found = get(db, decision_id)
+    assert found is not None
+    return found
+
+
+def cancel(db: sqlite_utils.Database, decision_id: str) -> bool:
+    """Withdraw a pending question (its task was cancelled)."""
+    with immediate(db):
+        return (
+            write(
+                db,
+                "UPDATE decisions SET state = 'cancelled', answered_at = ?"
+                " WHERE id = ? AND state = 'pending'",
+                [clock.iso(), decision_id],
+            ).rowcount
+            > 0
+        )
