@@ -72,7 +72,8 @@ async def test_request_key_retry_after_dropped_reply(gen: str, tmp_path: Path) -
     dropper = DroppingTransport(stdio_client(params))
     mode = "legacy" if gen == "2025" else "2026"
     request_key = uuid.uuid4().hex
-    async with TaskClient(TransportServer(dropper), mode=mode, read_timeout=2) as tc:
+    async with TaskClient(TransportServer(dropper), mode=mode, read_timeout=20) as tc:
+        tc.read_timeout = 2  # the create waits this long for its (dropped) reply
         with pytest.raises(TransientError):  # the reply was lost: outcome unknown
             await tc.start("slow_compute", {"seconds": 2}, request_key=request_key)
         (lost,) = dropper.dropped
