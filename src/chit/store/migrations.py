@@ -127,6 +127,22 @@ def m0001_initial(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=1")
 
 
+@migrations(name="0002_lease")
+def m0002_lease(db: sqlite_utils.Database) -> None:
+    """Create the reconciler lease: one active reconciler per home (owner + heartbeat)."""
+    db.execute(
+        """CREATE TABLE lease (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            acquired_at TEXT NOT NULL,
+            heartbeat_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("PRAGMA user_version=2")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""

@@ -1,0 +1,191 @@
+"""One task-client connection per server: reused, reconnected with backoff, bounded.
+
+Each connection is owned by a long-lived task (anyio cancel scopes must be exited by the
+task that entered them); users borrow the connected ``TaskClient``. A failure marks the
+connection broken, its owner closes it, and the next borrower reconnects — no sooner
+than the backoff allows, so a dead server costs one attempt per backoff step.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from chit import clock
+from chit.tasks.client import (
+    HintCallback,
+    InputHandler,
+    Mode,
+    ServerSpec,
+    TaskClient,
+    TransientError,
+)
+
+log = logging.getLogger("chit.reconcile")
+
+SpecResolver = Callable[[str], ServerSpec]
+"""Server name → how to reach it (raises ``NotFound``/``UsageError`` for bad names)."""
+
+RECONNECT_FLOOR_S = 0.5
+RECONNECT_CEILING_S = 30.0
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """How connections are made.
+
+    Attributes:
+        mode: the task-client mode (``auto`` negotiates).
+        read_timeout: seconds for any ordinary reply (never unbounded).
+        result_timeout: seconds for synchronous calls and blocking ``tasks/result``.
+        notifications: False ignores server push; polling alone must converge.
+        max_concurrency: requests in flight per server.
+    """
+
+    mode: Mode = "auto"
+    read_timeout: float = 30.0
+    result_timeout: float = 3600.0
+    notifications: bool = True
+    max_concurrency: int = 16
+
+
+@dataclass
+class _Conn:
+    limiter: anyio.CapacityLimiter
+    client: TaskClient | None = None
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    closed: anyio.Event = field(default_factory=anyio.Event)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    failures: int = 0
+    not_before: float = 0.0
+    last_error: str | None = None
+
+
+class ConnectionPool:
+    """Connections to every server the engine talks to, owned by one task group."""
+
+    def __init__(
+        self,
+        resolve: SpecResolver,
+        tg: TaskGroup,
+        options: ClientOptions,
+        *,
+        on_hint: HintCallback | None = None,
+        input_handler: InputHandler | None = None,
+    ) -> None:
+        """Create an empty pool; connections open on first use."""
+        self._resolve = resolve
+        self._tg = tg
+        self.options = options
+        self._on_hint = on_hint if options.notifications else None
+        self._input_handler = input_handler
+        self._conns: dict[str, _Conn] = {}
+        self._rng = random.Random()
+
+    def _conn(self, server: str) -> _Conn:
+        conn = self._conns.get(server)
+        if conn is None:
+            conn = _Conn(limiter=anyio.CapacityLimiter(self.options.max_concurrency))
+            conn.closed.set()  # no owner task yet: nothing to wait for on close
+            self._conns[server] = conn
+        return conn
+
+    @asynccontextmanager
+    async def limit(self, server: str) -> AsyncIterator[None]:
+        """Hold one of the server's concurrency slots for the block."""
+        async with self._conn(server).limiter:
+            yield
+
+    async def get(self, server: str) -> TaskClient:
+        """Return the connected client for ``server``, connecting if needed.
+
+        Raises:
+            TransientError: the connection failed, or the backoff after a failure has
+                not elapsed yet (the message says when the next attempt is).
+        """
+        conn = self._conn(server)
+        if conn.client is not None:
+            return conn.client
+        async with conn.lock:
+            if conn.client is not None:
+                return conn.client
+            wait = conn.not_before - clock.monotonic()
+            if wait > 0:
+                raise TransientError(
+                    f"server {server!r} unreachable ({conn.last_error}); retrying in {wait:.1f} s",
+                    method="initialize",
+                )
+            spec = self._resolve(server)
+            conn.stop, conn.closed = anyio.Event(), anyio.Event()
+            try:
+                client: TaskClient = await self._tg.start(self._own, spec, conn)
+            except Exception as exc:
+                conn.failures += 1
+                conn.last_error = str(exc)[:200]
+                delay = min(RECONNECT_CEILING_S, RECONNECT_FLOOR_S * 2 ** min(conn.failures, 10))
+                conn.not_before = clock.monotonic() + delay * self._rng.uniform(1.0, 1.2)
+                log.info("connect to %s failed: %s", server, conn.last_error)
+                if isinstance(exc, TransientError):
+                    raise
+                raise TransientError(f"cannot connect: {exc}", method="initialize") from exc
+            conn.client = client
+            return client
+
+    def succeeded(self, server: str) -> None:
+        """A request got an answer: forget earlier connection failures."""
+        conn = self._conns.get(server)
+        if conn is not None:
+            conn.failures = 0
+            conn.last_error = None
+
+    def broken(self, server: str, client: TaskClient | None = None) -> None:
+        """The connection failed in use: close it; the next ``get`` reconnects."""
+        conn = self._conns.get(server)
+        if conn is None or conn.client is None:
+            return
+        if client is not None and conn.client is not client:
+            return  # already replaced
+        conn.client = None
+        conn.stop.set()
+
+    async def _own(self, spec: ServerSpec, conn: _Conn, *, task_status: TaskStatus[Any]) -> None:
+        opts = self.options
+        started = False
+        try:
+            async with TaskClient(
+                spec,
+                mode=opts.mode,
+                read_timeout=opts.read_timeout,
+                result_timeout=opts.result_timeout,
+                input_handler=self._input_handler,
+                on_hint=self._on_hint,
+            ) as client:
+                task_status.started(client)
+                started = True
+                await conn.stop.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            # The connection died under us (server exited); the borrowers see their
+            # requests fail and the next get() reconnects.
+            log.info("connection closed: %s", type(exc).__name__)
+        finally:
+            conn.closed.set()
+            if started and conn.client is not None and conn.stop.is_set() is False:
+                conn.client = None
+
+    async def aclose(self) -> None:
+        """Close every connection and wait for their owners to finish."""
+        for conn in self._conns.values():
+            conn.client = None
+            conn.stop.set()
+        for conn in self._conns.values():
+            with anyio.move_on_after(5):
+                await conn.closed.wait()

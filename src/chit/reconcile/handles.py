@@ -1,0 +1,63 @@
+"""Opening sealed task handles, and the reverse map hints and prompts are routed by.
+
+A task id is a bearer secret: it is opened only in memory, when a request needs it, and
+never logged. The reverse map (task id → receipt id) lets a status notification or a
+2025 elicitation find its receipt.
+"""
+
+from __future__ import annotations
+
+from chit.receipts import Receipt
+from chit.store import Store
+from chit.vault import HandleDecryptError, Vault, aad_for
+
+PRINCIPAL = ""
+"""The principal the handle is bound to (chit has one local user today)."""
+
+
+class HandleUnavailable(Exception):
+    """The receipt's handle was wiped or does not open with this vault."""
+
+
+def handle_aad(receipt_id: str, server: str) -> bytes:
+    """The associated data a receipt's sealed handle is bound to."""
+    return aad_for(receipt_id, server, PRINCIPAL)
+
+
+class HandleBook:
+    """Opens handles with the vault, caching the plaintext only in process memory."""
+
+    def __init__(self, store: Store, vault: Vault) -> None:
+        """Open handles of ``store`` with ``vault``."""
+        self._store = store
+        self.vault = vault
+        self._by_receipt: dict[str, str] = {}
+        self._by_task: dict[str, str] = {}
+
+    def remember(self, receipt_id: str, task_id: str) -> None:
+        """Record a handle just sealed (saves opening it again)."""
+        self._by_receipt[receipt_id] = task_id
+        self._by_task[task_id] = receipt_id
+
+    def task_id(self, receipt: Receipt) -> str:
+        """Return the receipt's task id.
+
+        Raises:
+            HandleUnavailable: no sealed handle, or it does not open.
+        """
+        known = self._by_receipt.get(receipt.receipt_id)
+        if known is not None:
+            return known
+        blob = self._store.receipts.handle_blob(receipt.receipt_id)
+        if blob is None:
+            raise HandleUnavailable("the sealed task handle was wiped; the task cannot be checked")
+        try:
+            task_id = self.vault.open(blob, handle_aad(receipt.receipt_id, receipt.server))
+        except HandleDecryptError as exc:
+            raise HandleUnavailable(f"the sealed task handle does not open: {exc.message}") from exc
+        self.remember(receipt.receipt_id, task_id)
+        return task_id
+
+    def receipt_for(self, task_id: str) -> str | None:
+        """The receipt a task id belongs to, if this process opened or sealed it."""
+        return self._by_task.get(task_id)

@@ -1,0 +1,162 @@
+"""2025-11-25 input: keep a ``tasks/result`` open, park elicitations in the durable inbox.
+
+In 2025 a prompt exists only while a ``tasks/result`` request is open: the server sends
+``elicitation/create`` on it. The watcher opens one per ``input_required`` task, records
+each elicitation as a pending input request on the receipt (the durable inbox), and
+holds the callback until the user answers — for at most ``answer_wait_s``, after which
+the request is closed and re-opened on a later check (never a hang). After a restart a
+pending request is expected to be re-delivered on the new ``tasks/result``; when it is
+not within ``redeliver_wait_s`` it is marked lost ("prompt lost").
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp_types import INVALID_REQUEST, ElicitResult, ErrorData, InputRequest, InputResponse
+
+from chit.receipts import AnswerStatus, InputAnswered, InputRequested, Receipt
+from chit.reconcile.connections import ConnectionPool
+from chit.reconcile.outcomes import legacy_input_key, outcome_event, seen_request
+from chit.reconcile.writer import ReceiptWriter
+from chit.tasks.client import TaskError
+
+log = logging.getLogger("chit.reconcile")
+
+
+def answer_status(reply: ElicitResult) -> AnswerStatus:
+    """The inbox status an elicitation reply records."""
+    if reply.action == "accept":
+        return AnswerStatus.ANSWERED
+    return AnswerStatus.DECLINED if reply.action == "decline" else AnswerStatus.CANCELLED
+
+
+@dataclass
+class _Watch:
+    scope: anyio.CancelScope
+    delivered: set[str] = field(default_factory=set)
+    first_input: anyio.Event = field(default_factory=anyio.Event)
+
+
+class LegacyInbox:
+    """Watchers of 2025 ``tasks/result`` streams and the answers waiting for them."""
+
+    def __init__(
+        self,
+        writer: ReceiptWriter,
+        pool: ConnectionPool,
+        tg: TaskGroup,
+        *,
+        answer_wait_s: float = 300.0,
+        redeliver_wait_s: float = 10.0,
+    ) -> None:
+        """Create the inbox; watchers run in ``tg``."""
+        self._writer = writer
+        self._pool = pool
+        self._tg = tg
+        self.answer_wait_s = answer_wait_s
+        self.redeliver_wait_s = redeliver_wait_s
+        self._watches: dict[str, _Watch] = {}
+        self._answers: dict[tuple[str, str], ElicitResult] = {}
+        self._waiters: dict[tuple[str, str], anyio.Event] = {}
+
+    def watching(self, receipt_id: str) -> bool:
+        """True while a ``tasks/result`` is open for the receipt."""
+        return receipt_id in self._watches
+
+    def has_waiter(self, receipt_id: str, key: str) -> bool:
+        """True when a delivered prompt is waiting for this answer right now."""
+        return (receipt_id, key) in self._waiters
+
+    def deliver(self, receipt_id: str, key: str, reply: ElicitResult) -> None:
+        """Queue the user's answer; a waiting prompt (or a re-delivered one) takes it."""
+        self._answers[(receipt_id, key)] = reply
+        event = self._waiters.get((receipt_id, key))
+        if event is not None:
+            event.set()
+
+    def ensure_watch(self, receipt: Receipt, task_id: str) -> None:
+        """Open a ``tasks/result`` for ``receipt`` unless one is already open."""
+        if receipt.receipt_id in self._watches or receipt.is_terminal:
+            return
+        watch = _Watch(scope=anyio.CancelScope())
+        self._watches[receipt.receipt_id] = watch
+        expected = {q.key for q in receipt.pending_inputs}
+        self._tg.start_soon(
+            self._watch, receipt.receipt_id, receipt.server, task_id, watch, expected
+        )
+
+    async def settle(self, timeout: float) -> None:
+        """Wait (bounded) until every open watcher has received its first prompt."""
+        with anyio.move_on_after(timeout):
+            for watch in list(self._watches.values()):
+                await watch.first_input.wait()
+
+    def close(self) -> None:
+        """Cancel every open watcher (their prompts stay pending in the inbox)."""
+        for watch in self._watches.values():
+            watch.scope.cancel()
+
+    async def _watch(
+        self, rid: str, server: str, task_id: str, watch: _Watch, expected: set[str]
+    ) -> None:
+        try:
+            with watch.scope:
+                client = await self._pool.get(server)
+                if expected:
+                    self._tg.start_soon(self._expect_redelivery, rid, watch, expected)
+
+                async def handler(
+                    _task: str | None, request: InputRequest
+                ) -> InputResponse | ErrorData:
+                    return await self._on_prompt(rid, watch, request)
+
+                outcome = await client.result(
+                    task_id, on_input=handler, timeout=self._pool.options.result_timeout
+                )
+                self._writer.apply(rid, [outcome_event(outcome)])
+        except TaskError as exc:
+            # The regular poll records the retrieval condition; this is only the prompt path.
+            log.info("tasks/result watcher for %s ended: %s", rid, exc.failure_class)
+            if exc.failure_class == "transient":
+                self._pool.broken(server)
+        except Exception:
+            log.exception("tasks/result watcher for %s failed", rid)
+        finally:
+            watch.first_input.set()
+            self._watches.pop(rid, None)
+
+    async def _on_prompt(
+        self, rid: str, watch: _Watch, request: InputRequest
+    ) -> InputResponse | ErrorData:
+        key = legacy_input_key(request)
+        watch.delivered.add(key)
+        self._writer.apply(rid, [InputRequested(request=seen_request(key, request))])
+        watch.first_input.set()
+        reply = self._answers.pop((rid, key), None)
+        if reply is None:
+            event = self._waiters.setdefault((rid, key), anyio.Event())
+            with anyio.move_on_after(self.answer_wait_s):
+                await event.wait()
+            self._waiters.pop((rid, key), None)
+            reply = self._answers.pop((rid, key), None)
+        if reply is None:
+            # Bounded wait: close this tasks/result; the prompt stays pending and is asked
+            # again on a later check (the server re-delivers on a new tasks/result).
+            watch.scope.cancel()
+            return ErrorData(code=INVALID_REQUEST, message="no answer yet")
+        self._writer.apply(rid, [InputAnswered(key=key, status=answer_status(reply))])
+        return reply
+
+    async def _expect_redelivery(self, rid: str, watch: _Watch, expected: set[str]) -> None:
+        await anyio.sleep(self.redeliver_wait_s)
+        if rid not in self._watches:
+            return
+        missing = sorted(expected - watch.delivered)
+        if missing:
+            events = [InputAnswered(key=k, status=AnswerStatus.LOST) for k in missing]
+            self._writer.apply(rid, events)
+            log.info("prompt lost for %s: %d request(s) not re-delivered", rid, len(missing))

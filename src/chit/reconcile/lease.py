@@ -1,0 +1,71 @@
+"""The lease: one active reconciler per home; everyone else is a viewer.
+
+The holder refreshes a heartbeat every ``heartbeat_s``; a lease whose heartbeat is older
+than ``stale_after_s`` belongs to a dead process and may be taken over. A holder that
+finds its lease taken (it was paused longer than the staleness window) stops
+reconciling at once rather than competing.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+
+from chit import clock
+from chit.store import Store
+from chit.store.lease_repo import LeaseRepository, LeaseRow
+
+HEARTBEAT_S = 2.0
+STALE_AFTER_S = 10.0
+
+
+class Lease:
+    """This process's view of the reconciler lease of one home."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        owner: str | None = None,
+        heartbeat_s: float = HEARTBEAT_S,
+        stale_after_s: float = STALE_AFTER_S,
+    ) -> None:
+        """Bind to ``store``; ``owner`` defaults to a fresh random id."""
+        self._repo = LeaseRepository(store.db)
+        self.owner = owner or secrets.token_hex(8)
+        self.heartbeat_s = heartbeat_s
+        self.stale_after_s = stale_after_s
+        self.held = False
+
+    def try_acquire(self) -> bool:
+        """Take the lease if it is free or stale; return whether this process holds it."""
+        won, _row = self._repo.acquire(
+            self.owner,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            now=clock.now(),
+            stale_after_s=self.stale_after_s,
+        )
+        self.held = won
+        return won
+
+    def holder(self) -> LeaseRow | None:
+        """The current *live* holder (None when free or stale)."""
+        row = self._repo.current()
+        if row is None or row.is_stale(clock.now(), self.stale_after_s):
+            return None
+        return row
+
+    def beat(self) -> bool:
+        """Refresh the heartbeat; False (and ``held`` cleared) when it was taken over."""
+        if not self.held:
+            return False
+        self.held = self._repo.heartbeat(self.owner, clock.now())
+        return self.held
+
+    def release(self) -> None:
+        """Give the lease up if held."""
+        if self.held:
+            self._repo.release(self.owner)
+            self.held = False

@@ -1,0 +1,131 @@
+"""From what the task client saw to receipt events, within the data boundary.
+
+A result is digested and summarised here and then dropped: the receipt keeps the digest,
+a bounded redacted summary and the structured keys, never the raw payload. The raw
+payload lives only as long as the acceptance check needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from mcp_types import CallToolResult, ElicitRequest, InputRequest
+
+from chit.receipts import (
+    FailureClass,
+    InputKind,
+    InputRequestSeen,
+    LifecycleState,
+    ObservationSource,
+    ResultObserved,
+    StatusObserved,
+    classify_rpc_error,
+    result_digest,
+    structured_keys,
+    summarize_result,
+)
+from chit.tasks import wire
+from chit.tasks.client import TaskHandle, TaskOutcome, TaskSnapshot
+
+
+def result_json(result: CallToolResult) -> dict[str, Any]:
+    """The JSON form of a tool result (what digests and acceptance checks read)."""
+    data: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    data.setdefault("isError", bool(result.is_error))
+    return data
+
+
+def seen_request(key: str, request: InputRequest) -> InputRequestSeen:
+    """Describe one server input request (elicitation form/URL, sampling, roots)."""
+    if isinstance(request, ElicitRequest):
+        params = request.params
+        url = getattr(params, "url", None)
+        schema = getattr(params, "requested_schema", None)
+        return InputRequestSeen(
+            key=key,
+            kind=InputKind.URL if url else InputKind.ELICITATION,
+            message=params.message,
+            requested_schema=dict(schema) if schema is not None else None,
+            url=url,
+        )
+    method = getattr(request, "method", "")
+    kind = InputKind.SAMPLING if "sampling" in method else InputKind.ROOTS
+    return InputRequestSeen(key=key, kind=kind, message=f"{method} request")
+
+
+def legacy_input_key(request: InputRequest) -> str:
+    """A stable key for a 2025 elicitation (the wire carries none).
+
+    Derived from the message and schema, so the same prompt re-delivered on a new
+    ``tasks/result`` after a restart maps to the same inbox entry.
+    """
+    body = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    params = dict(body.get("params") or {})
+    params.pop("_meta", None)
+    text = json.dumps(params, sort_keys=True, separators=(",", ":"))
+    return "e-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def status_event(snap: TaskSnapshot | TaskHandle, source: ObservationSource) -> StatusObserved:
+    """The status part of a snapshot (2026 snapshots also carry the inputRequests set)."""
+    inputs: tuple[InputRequestSeen, ...] | None = None
+    if isinstance(snap, TaskSnapshot) and snap.generation == wire.PROTOCOL_2026:
+        inputs = tuple(seen_request(k, r) for k, r in sorted(snap.input_requests.items()))
+    return StatusObserved(
+        status=LifecycleState(snap.status),
+        source=source,
+        message=snap.status_message,
+        server_created_at=snap.created_at,
+        server_updated_at=snap.updated_at,
+        poll_interval_ms=_sane_ms(snap.poll_interval_ms),
+        ttl_ms=_sane_ms(snap.ttl_ms),
+        input_requests=inputs,
+    )
+
+
+def _sane_ms(value: int | None) -> int | None:
+    # A negative hint is a broken server; treat it as "not reported".
+    return value if value is not None and value >= 0 else None
+
+
+def result_event(
+    result: CallToolResult | None,
+    error: wire.ErrorObject | None,
+    *,
+    status: LifecycleState | None = None,
+    source: ObservationSource = ObservationSource.RESULT,
+) -> ResultObserved:
+    """Digest and summarise a result (or a JSON-RPC error) into a ``ResultObserved``."""
+    if error is not None:
+        payload = error.model_dump(mode="json", exclude_none=True)
+        return ResultObserved(
+            is_error=True,
+            result_digest=result_digest(payload),
+            summary=summarize_result(error.message),
+            error_code=error.code,
+            error_message=error.message,
+            failure_class=classify_rpc_error(error.code),
+            status=status,
+            source=source,
+        )
+    data = result_json(result) if result is not None else {"content": []}
+    return ResultObserved(
+        is_error=bool(data.get("isError")),
+        result_digest=result_digest(data),
+        summary=summarize_result(data),
+        structured_keys=structured_keys(data),
+        status=status,
+        source=source,
+    )
+
+
+def outcome_event(outcome: TaskOutcome) -> ResultObserved:
+    """A ``ResultObserved`` for a 2025 ``tasks/result`` outcome (status included)."""
+    return result_event(outcome.result, outcome.error, status=LifecycleState(outcome.status))
+
+
+def failure_class_of(code: int) -> FailureClass:
+    """Re-export of the receipt policy's failure classes for JSON-RPC error codes."""
+    return classify_rpc_error(code)

@@ -1,0 +1,283 @@
+"""The reconciler: keeps every live receipt true by asking its server.
+
+* **Schedule** — receipts are due at ``next_check_at`` (the server's poll interval within
+  the policy's floor and ceiling, moved later by a little jitter; exponential backoff
+  after failures). Terminal receipts whose result was not retrieved yet are due too.
+* **Hints** — a status notification never changes a receipt: it marks the task for an
+  immediate ``tasks/get``; hints arriving while a check is in flight coalesce into one
+  more check.
+* **Terminal** — the result is retrieved once (2025 ``tasks/result``, 2026 inline),
+  digested and summarised, the acceptance check runs on it, and polling stops.
+* **Failures** — recorded as the receipt's retrieval condition (never as a lifecycle
+  state); lost and incompatible tasks are not checked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from chit import clock
+from chit.receipts import (
+    AcceptanceDecided,
+    AcceptanceState,
+    Event,
+    LifecycleState,
+    ObservationSource,
+    Receipt,
+    RetrievalCondition,
+    RetrievalFailed,
+    TaskProtocol,
+)
+from chit.reconcile.checks import evaluate
+from chit.reconcile.connections import ConnectionPool
+from chit.reconcile.handles import HandleBook, HandleUnavailable
+from chit.reconcile.inbox import LegacyInbox
+from chit.reconcile.outcomes import result_event, result_json, status_event
+from chit.reconcile.writer import ReceiptWriter
+from chit.store.db import fetch_all
+from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
+from chit.tasks.client.models import TaskOutcome
+
+log = logging.getLogger("chit.reconcile")
+
+IDLE_TICK_S = 0.2
+"""Longest sleep between schedule scans: receipts written by other processes are seen
+within this, and hints wake the loop at once."""
+
+_CONDITIONS = {
+    "transient": RetrievalCondition.UNREACHABLE,
+    "lost": RetrievalCondition.VANISHED,  # the transition tells vanished from expired by TTL
+    "incompatible": RetrievalCondition.INCOMPATIBLE,
+    "protocol_violation": RetrievalCondition.UNREACHABLE,
+    "permanent": RetrievalCondition.UNREACHABLE,
+}
+
+
+def failure_event(err: TaskError, source: ObservationSource) -> RetrievalFailed:
+    """The retrieval condition a task-client failure amounts to."""
+    return RetrievalFailed(
+        condition=_CONDITIONS[err.failure_class],
+        message=f"{err.failure_class}: {err.message}"[:300],
+        error_code=err.code,
+        source=source,
+    )
+
+
+def acceptance_event(receipt: Receipt, result: dict[str, Any] | None) -> AcceptanceDecided | None:
+    """Run the receipt's acceptance check on a just-retrieved result (None: nothing to do)."""
+    check = receipt.acceptance.check
+    if check is None or receipt.acceptance.state is not AcceptanceState.PENDING:
+        return None
+    if result is None:
+        return AcceptanceDecided(
+            state=AcceptanceState.REJECTED,
+            check=check,
+            why="the task ended with a JSON-RPC error, not a result",
+            decided_by="chit:auto",
+            automatic=True,
+            source=ObservationSource.RESULT,
+        )
+    verdict = evaluate(check, result)
+    return AcceptanceDecided(
+        state=AcceptanceState.ACCEPTED if verdict.accepted else AcceptanceState.REJECTED,
+        check=check,
+        why=verdict.why,
+        decided_by="chit:auto",
+        automatic=True,
+        source=ObservationSource.RESULT,
+    )
+
+
+class Reconciler:
+    """Checks receipts against their servers and writes what it saw."""
+
+    def __init__(
+        self,
+        writer: ReceiptWriter,
+        handles: HandleBook,
+        pool: ConnectionPool,
+        inbox: LegacyInbox,
+        tg: TaskGroup,
+    ) -> None:
+        """Wire the parts; checks started by ``run``/``kick`` live in ``tg``."""
+        self.writer = writer
+        self.store = writer.store
+        self.handles = handles
+        self.pool = pool
+        self.inbox = inbox
+        self._tg = tg
+        self._inflight: set[str] = set()
+        self._again: set[str] = set()
+        self._hinted: set[str] = set()
+        self._wake = anyio.Event()
+        self.checks = 0
+
+    # --- hints --------------------------------------------------------------------------
+
+    async def on_hint(self, task_id: str) -> None:
+        """A server said a task changed: check it now (never trust the push itself)."""
+        receipt_id = self.handles.receipt_for(task_id)
+        if receipt_id is None:
+            return
+        self._hinted.add(receipt_id)
+        self._wake.set()
+
+    # --- schedule -----------------------------------------------------------------------
+
+    def due_ids(self, limit: int = 1000) -> list[str]:
+        """Receipts to check now: live ones past ``next_check_at`` and unretrieved results."""
+        now = clock.iso(clock.now())
+        rows = fetch_all(
+            self.store.db,
+            "SELECT receipt_id FROM receipts WHERE (active = 1 AND (next_check_at IS NULL"
+            " OR next_check_at <= ?)) OR (active = 0 AND state IN ('completed', 'failed')"
+            " AND next_check_at IS NOT NULL AND next_check_at <= ?)"
+            " ORDER BY next_check_at LIMIT ?",
+            [now, now, limit],
+        )
+        return [str(r["receipt_id"]) for r in rows]
+
+    def live_ids(self) -> list[str]:
+        """Every receipt that still needs the server: live, or terminal without its result."""
+        rows = fetch_all(
+            self.store.db,
+            "SELECT receipt_id FROM receipts WHERE active = 1 OR (state IN ('completed',"
+            " 'failed') AND next_check_at IS NOT NULL) ORDER BY next_check_at",
+        )
+        return [str(r["receipt_id"]) for r in rows]
+
+    def kick(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
+        """Start checks for ``receipt_ids`` in the background (coalescing repeats)."""
+        for rid in receipt_ids:
+            if rid in self._inflight:
+                self._again.add(rid)
+                continue
+            self._inflight.add(rid)
+            self._tg.start_soon(self._check_loop, rid, source)
+
+    async def run(self, stop: anyio.Event, *, keep_going: Any = None) -> None:
+        """Reconcile until ``stop`` is set (or ``keep_going()`` returns False)."""
+        while not stop.is_set():
+            if keep_going is not None and not keep_going():
+                return
+            hinted, self._hinted = self._hinted, set()
+            self.kick(hinted, ObservationSource.NOTIFICATION)
+            self.kick(self.due_ids(), ObservationSource.POLL)
+            self._wake = anyio.Event()
+            with anyio.move_on_after(IDLE_TICK_S):
+                await self._wake.wait()
+
+    async def check_all(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
+        """Check each receipt once and wait for every check to finish."""
+        async with anyio.create_task_group() as tg:
+            for rid in receipt_ids:
+                tg.start_soon(self.check, rid, source)
+
+    async def idle(self) -> None:
+        """Wait until no background check is in flight."""
+        while self._inflight:
+            await anyio.sleep(0.02)
+
+    # --- one check ------------------------------------------------------------------------
+
+    async def _check_loop(self, rid: str, source: ObservationSource) -> None:
+        try:
+            await self._guarded(rid, source)
+            while rid in self._again:
+                self._again.discard(rid)
+                await self._guarded(rid, ObservationSource.NOTIFICATION)
+        finally:
+            self._inflight.discard(rid)
+
+    async def _guarded(self, rid: str, source: ObservationSource) -> None:
+        try:
+            await self.check(rid, source)
+        except Exception:
+            # One bad receipt (or a store hiccup) must never kill the reconciler.
+            log.exception("check of %s failed", rid)
+
+    async def check(
+        self, receipt_id: str, source: ObservationSource = ObservationSource.POLL
+    ) -> Receipt | None:
+        """Ask the server about one receipt and record what it said (or why it could not)."""
+        receipt = self.store.receipts.get(receipt_id)
+        if receipt is None or receipt.protocol is TaskProtocol.SYNC:
+            return receipt
+        if receipt.is_terminal and not _needs_result(receipt):
+            return receipt
+        self.checks += 1
+        try:
+            task_id = self.handles.task_id(receipt)
+        except HandleUnavailable as exc:
+            event = RetrievalFailed(
+                condition=RetrievalCondition.INCOMPATIBLE, message=str(exc), source=source
+            )
+            return self.writer.apply(receipt_id, [event])
+        try:
+            async with self.pool.limit(receipt.server):
+                client = await self.pool.get(receipt.server)
+                events = await self._observe(client, receipt, task_id, source)
+        except TaskError as exc:
+            if exc.failure_class == "transient":
+                self.pool.broken(receipt.server)
+            return self.writer.apply(receipt_id, [failure_event(exc, source)])
+        self.pool.succeeded(receipt.server)
+        after = self.writer.apply(receipt_id, events)
+        if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
+            self.inbox.ensure_watch(after, task_id)
+        return after
+
+    async def _observe(
+        self, client: TaskClient, receipt: Receipt, task_id: str, source: ObservationSource
+    ) -> list[Event]:
+        if receipt.is_terminal:  # status known, result still to retrieve
+            return await self._result(client, receipt, receipt.state, task_id, None)
+        snap = await client.get(task_id)
+        events: list[Event] = [status_event(snap, source)]
+        if snap.terminal and receipt.outcome is None:
+            events += await self._result(
+                client, receipt, LifecycleState(snap.status), task_id, snap
+            )
+        return events
+
+    async def _result(
+        self,
+        client: TaskClient,
+        receipt: Receipt,
+        status: LifecycleState,
+        task_id: str,
+        snap: TaskSnapshot | None,
+    ) -> list[Event]:
+        if status is LifecycleState.CANCELLED:
+            return []  # a cancelled task has no result to retrieve
+        if receipt.protocol is TaskProtocol.EXTENSION:
+            if snap is None:
+                snap = await client.get(task_id)
+            outcome = TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
+        else:
+            try:
+                outcome = await client.result(task_id, timeout=self.pool.options.read_timeout)
+            except TaskError as exc:
+                # Keep the terminal status we saw; record why the result is missing.
+                return [failure_event(exc, ObservationSource.RESULT)]
+        if outcome.result is None and outcome.error is None:
+            return []
+        events: list[Event] = [result_event(outcome.result, outcome.error)]
+        raw = result_json(outcome.result) if outcome.result is not None else None
+        verdict = acceptance_event(receipt, raw)
+        if verdict is not None:
+            events.append(verdict)
+        return events
+
+
+def _needs_result(receipt: Receipt) -> bool:
+    return (
+        receipt.outcome is None
+        and receipt.state in (LifecycleState.COMPLETED, LifecycleState.FAILED)
+        and receipt.next_check_at is not None
+    )

@@ -1,0 +1,310 @@
+"""The Supervisor: store, vault, servers, connections, reconciler and events, wired.
+
+Headless (no Textual): the CLI runs it for one command, ``chit daemon`` and the TUI host
+it for as long as they run. Open it with ``async with Supervisor.open(home) as sup``.
+Only one process per home reconciles (the lease); the others are viewers that still
+call, answer and cancel — their writes meet the reconciler's through the store's
+optimistic concurrency.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from chit import clock
+from chit.errors import Conflict, UsageError
+from chit.home import Home
+from chit.receipts import IntentState, ObservationSource, Receipt, RetrievalCondition, args_digest
+from chit.reconcile import (
+    ClientOptions,
+    ConnectionPool,
+    HandleBook,
+    Lease,
+    LegacyInbox,
+    ReceiptWriter,
+    Reconciler,
+    SpecResolver,
+)
+from chit.runtime.actions import Actions, check_expression
+from chit.runtime.events import EventBus, IntentUnknown, Subscriber
+from chit.runtime.keys import unlock_vault
+from chit.runtime.servers import registry_resolver
+from chit.store import Store
+from chit.store.intent_repo import RESTART_MESSAGE
+from chit.vault import Vault
+
+log = logging.getLogger("chit.runtime")
+
+Executor = Callable[[anyio.Event], Coroutine[Any, Any, None]]
+"""The sidecar executor hook: ``run(stop)``; started with the Supervisor's ``run``."""
+
+
+@dataclass(frozen=True)
+class SupervisorOptions:
+    """Tuning of the engine (defaults suit the daemon; tests shorten them)."""
+
+    client: ClientOptions = field(default_factory=ClientOptions)
+    answer_wait_s: float = 300.0
+    redeliver_wait_s: float = 10.0
+    intent_grace_s: float = 60.0
+    heartbeat_s: float = 2.0
+    lease_stale_s: float = 10.0
+    settle_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """What ``reconcile_once`` did."""
+
+    viewer: bool
+    holder: str | None
+    checked: int
+    intents_unknown: int
+    by_state: dict[str, int]
+    problems: int
+
+
+class Supervisor(Actions):
+    """Owns the engine for one home; see the module docstring."""
+
+    def __init__(
+        self,
+        home: Home,
+        store: Store,
+        vault: Vault,
+        resolve: SpecResolver,
+        tg: TaskGroup,
+        options: SupervisorOptions,
+    ) -> None:
+        """Wire an already opened store and unlocked vault (use ``Supervisor.open``)."""
+        self.home = home
+        self.store = store
+        self.options = options
+        self.bus = EventBus()
+        self.writer = ReceiptWriter(store, self.bus.receipt_changed)
+        self.handles = HandleBook(store, vault)
+        self._tg = tg
+        self.pool = ConnectionPool(resolve, tg, options.client, on_hint=self._on_hint)
+        self.inbox = LegacyInbox(
+            self.writer,
+            self.pool,
+            tg,
+            answer_wait_s=options.answer_wait_s,
+            redeliver_wait_s=options.redeliver_wait_s,
+        )
+        self.reconciler = Reconciler(self.writer, self.handles, self.pool, self.inbox, tg)
+        self.lease = Lease(
+            store, heartbeat_s=options.heartbeat_s, stale_after_s=options.lease_stale_s
+        )
+        self.executor: Executor | None = None  # the sidecar executor plugs in here
+        self._sending: set[str] = set()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        home: Home,
+        *,
+        environ: Mapping[str, str] | None = None,
+        options: SupervisorOptions | None = None,
+        resolve: SpecResolver | None = None,
+    ) -> AsyncIterator[Supervisor]:
+        """Open the store, unlock the vault (exit 4 errors if it cannot) and start.
+
+        Raises:
+            KeyStoreUnavailable, DataKeyMissing: the vault cannot be unlocked.
+        """
+        store = Store.open(home)
+        try:
+            vault = unlock_vault(home, store, environ)
+            resolver = resolve or registry_resolver(home, vault, environ)
+            async with anyio.create_task_group() as tg:
+                sup = cls(home, store, vault, resolver, tg, options or SupervisorOptions())
+                try:
+                    yield sup
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await sup.close()
+                    tg.cancel_scope.cancel()
+        finally:
+            store.close()
+
+    async def close(self) -> None:
+        """Stop watchers, close connections and release the lease."""
+        self.inbox.close()
+        await self.pool.aclose()
+        self.lease.release()
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Receive engine events; returns the unsubscribe function."""
+        return self.bus.subscribe(callback)
+
+    async def _on_hint(self, task_id: str) -> None:
+        await self.reconciler.on_hint(task_id)
+
+    # --- intents -----------------------------------------------------------------------
+
+    def resume_intents(self) -> int:
+        """Restart rule: ``sending`` intents of dead processes become ``unknown``.
+
+        An intent is someone else's in-flight call until ``intent_grace_s`` passed
+        (a concurrent ``chit call`` may still be waiting for its reply).
+        """
+        now = clock.now()
+        count = 0
+        for intent in self.store.intents.list(IntentState.SENDING):
+            if intent.request_key in self._sending:
+                continue
+            if (now - intent.updated_at).total_seconds() < self.options.intent_grace_s:
+                continue
+            marked = self.store.intents.mark(
+                intent.request_key, IntentState.UNKNOWN, error=RESTART_MESSAGE
+            )
+            self.bus.publish(IntentUnknown(marked))
+            count += 1
+        return count
+
+    async def retry_intent(
+        self,
+        request_key: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        ttl_ms: int | None = None,
+        accept_if: str | None = None,
+    ) -> Receipt:
+        """Re-send an ``unknown`` intent under the same request key.
+
+        A server that honours request keys (chit's own) answers with the task it may
+        already have created, so the retry cannot start the work twice. The arguments
+        are not stored (only their digest): give them again; they must match.
+
+        Raises:
+            Conflict: the intent is not ``unknown``. UsageError: the arguments differ.
+        """
+        check_expression(accept_if)
+        intent = self.store.intents.get(request_key)
+        if intent is None:
+            raise UsageError(f"no intent {request_key}")
+        if intent.state is not IntentState.UNKNOWN:
+            raise Conflict(f"intent {request_key} is {intent.state}; only unknown intents retry")
+        args = dict(arguments or {})
+        if args_digest(args) != intent.args_digest:
+            raise UsageError("the arguments differ from the original call (digest mismatch)")
+        await self._client(intent.server)
+        sending = self.store.intents.mark(request_key, IntentState.SENDING, bump_attempts=True)
+        return await self.send_intent(sending, args, ttl_ms=ttl_ms, accept_if=accept_if)
+
+    def abandon_intent(self, request_key: str) -> None:
+        """Give up on an ``unknown`` intent (the work may or may not have started)."""
+        intent = self.store.intents.get(request_key)
+        if intent is None:
+            raise UsageError(f"no intent {request_key}")
+        if intent.state is not IntentState.UNKNOWN:
+            raise Conflict(f"intent {request_key} is {intent.state}; only unknown intents abandon")
+        self.store.intents.mark(request_key, IntentState.ABANDONED, error="abandoned by the user")
+
+    # --- reconciling -------------------------------------------------------------------
+
+    async def reconcile_once(self) -> ReconcileReport:
+        """One pass: resume intents, check every live receipt, collect prompts.
+
+        A viewer (another process holds the lease) does nothing and says who holds it.
+        """
+        if not self.lease.try_acquire():
+            holder = self.lease.holder()
+            return ReconcileReport(True, _describe(holder), 0, 0, {}, 0)
+        try:
+            unknown = self.resume_intents()
+            ids = self.reconciler.live_ids()
+            before = self.reconciler.checks
+            await self.reconciler.check_all(ids, ObservationSource.RESTART)
+            await self.inbox.settle(self.options.settle_s)
+            return self._report(self.reconciler.checks - before, unknown)
+        finally:
+            self.lease.release()
+
+    def _report(self, checked: int, unknown: int) -> ReconcileReport:
+        counts = {str(k): v for k, v in self.store.receipts.counts_by_state().items()}
+        problems = sum(
+            1
+            for rid in self.reconciler.live_ids()
+            if (r := self.store.receipts.get(rid)) is not None
+            and r.retrieval is not RetrievalCondition.FRESH
+        )
+        return ReconcileReport(False, None, checked, unknown, counts, problems)
+
+    async def run(self, stop: anyio.Event | None = None) -> None:
+        """Reconcile until ``stop`` is set; as a viewer, take over when the lease goes stale."""
+        stop = stop or anyio.Event()
+        if self.executor is not None:
+            self._tg.start_soon(self.executor, stop)
+        while not stop.is_set():
+            if not self.lease.try_acquire():
+                with anyio.move_on_after(self.options.heartbeat_s):
+                    await stop.wait()
+                continue
+            log.info("reconciler lease acquired by %s", self.lease.owner)
+            self.resume_intents()
+            self.reconciler.kick(self.reconciler.live_ids(), ObservationSource.RESTART)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._heartbeat, stop)
+                await self.reconciler.run(stop, keep_going=lambda: self.lease.held)
+                tg.cancel_scope.cancel()
+        self.lease.release()
+
+    async def _heartbeat(self, stop: anyio.Event) -> None:
+        while not stop.is_set() and self.lease.held:
+            with anyio.move_on_after(self.options.heartbeat_s):
+                await stop.wait()
+            if not self.lease.beat():
+                log.warning("reconciler lease lost; attaching as a viewer")
+                return
+            self.resume_intents()
+
+    async def follow(self, receipt_id: str, *, reconcile: bool = True) -> Receipt:
+        """Follow one receipt until it ends, is lost, or waits for a person.
+
+        Reconciles it here unless another process holds the lease (then only watches).
+        """
+        rid = self.store.receipts.get_by_prefix(receipt_id).receipt_id
+        active = reconcile and self.lease.try_acquire()
+        try:
+            while True:
+                r = self.store.receipts.require(rid)
+                if _settled(r):
+                    return r
+                due = r.next_check_at is None or r.next_check_at <= clock.now()
+                if active and due:
+                    await self.reconciler.check(rid, ObservationSource.POLL)
+                    continue
+                if active:
+                    self.lease.beat()
+                await anyio.sleep(0.1)
+        finally:
+            if active:
+                self.lease.release()
+
+
+def _settled(r: Receipt) -> bool:
+    if r.retrieval in (
+        RetrievalCondition.VANISHED,
+        RetrievalCondition.EXPIRED,
+        RetrievalCondition.INCOMPATIBLE,
+    ):
+        return True
+    if r.is_terminal:
+        return r.outcome is not None or r.next_check_at is None or r.state.value == "cancelled"
+    return bool(r.pending_inputs)
+
+
+def _describe(holder: Any) -> str | None:
+    if holder is None:
+        return None
+    return f"{holder.host} pid {holder.pid} (since {clock.iso(holder.acquired_at)})"
