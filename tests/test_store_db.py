@@ -39,8 +39,13 @@ def test_pragmas(home: Home) -> None:
     with Store.open(home) as store:
         pragma = {
             name: store.db.conn.execute(f"PRAGMA {name}").fetchone()[0]
-            for name in ("journal_mode", "foreign_keys", "synchronous", "busy_timeout",
-                         "journal_size_limit")
+            for name in (
+                "journal_mode",
+                "foreign_keys",
+                "synchronous",
+                "busy_timeout",
+                "journal_size_limit",
+            )
         }
     assert pragma == {
         "journal_mode": "wal",

@@ -4,7 +4,8 @@ The crash loop follows ``notes/reliability.md`` §2.5: writers print an ack only
 COMMIT returned; after SIGKILL the file must pass ``quick_check``, hold every acked write,
 and have no orphan (observation without receipt, accepted intent without receipt, receipt
 without its accepted intent or first observation). ``CHIT_CRASH_ROUNDS`` overrides the
-number of rounds (30 by default, 200 in the nightly ``slow`` variant).
+number of rounds (30 by default; 200 with 3 writers in the nightly ``slow`` variant, which
+runs only when ``CHIT_NIGHTLY=1`` so the default suite stays short).
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _spawn(home: Path, prefix: str, count: int, acks: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.store_support", "writer", str(home), prefix, str(count),
-         str(acks)],
+        [
+            sys.executable,
+            "-m",
+            "tests.store_support",
+            "writer",
+            str(home),
+            prefix,
+            str(count),
+            str(acks),
+        ],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -61,26 +70,41 @@ def _check_invariants(store: Store) -> None:
     def count(sql: str) -> int:
         return int(conn.execute(sql).fetchone()[0])
 
-    assert count(
-        "SELECT count(*) FROM observations o LEFT JOIN receipts r USING (receipt_id)"
-        " WHERE r.receipt_id IS NULL"
-    ) == 0, "orphan observation"
-    assert count(
-        "SELECT count(*) FROM receipts r WHERE NOT EXISTS"
-        " (SELECT 1 FROM observations o WHERE o.receipt_id = r.receipt_id)"
-    ) == 0, "receipt without its first observation"
-    assert count(
-        "SELECT count(*) FROM receipts r LEFT JOIN intents i USING (request_key)"
-        " WHERE i.state IS NOT 'accepted' OR i.receipt_id IS NOT r.receipt_id"
-    ) == 0, "receipt without its accepted intent"
-    assert count(
-        "SELECT count(*) FROM intents i LEFT JOIN receipts r ON r.receipt_id = i.receipt_id"
-        " WHERE i.state = 'accepted' AND r.receipt_id IS NULL"
-    ) == 0, "accepted intent without receipt"
-    assert count(
-        "SELECT count(*) FROM receipts r WHERE version = 2 AND"
-        " (SELECT count(*) FROM observations o WHERE o.receipt_id = r.receipt_id) != 2"
-    ) == 0, "update committed without its observation"
+    assert (
+        count(
+            "SELECT count(*) FROM observations o LEFT JOIN receipts r USING (receipt_id)"
+            " WHERE r.receipt_id IS NULL"
+        )
+        == 0
+    ), "orphan observation"
+    assert (
+        count(
+            "SELECT count(*) FROM receipts r WHERE NOT EXISTS"
+            " (SELECT 1 FROM observations o WHERE o.receipt_id = r.receipt_id)"
+        )
+        == 0
+    ), "receipt without its first observation"
+    assert (
+        count(
+            "SELECT count(*) FROM receipts r LEFT JOIN intents i USING (request_key)"
+            " WHERE i.state IS NOT 'accepted' OR i.receipt_id IS NOT r.receipt_id"
+        )
+        == 0
+    ), "receipt without its accepted intent"
+    assert (
+        count(
+            "SELECT count(*) FROM intents i LEFT JOIN receipts r ON r.receipt_id = i.receipt_id"
+            " WHERE i.state = 'accepted' AND r.receipt_id IS NULL"
+        )
+        == 0
+    ), "accepted intent without receipt"
+    assert (
+        count(
+            "SELECT count(*) FROM receipts r WHERE version = 2 AND"
+            " (SELECT count(*) FROM observations o WHERE o.receipt_id = r.receipt_id) != 2"
+        )
+        == 0
+    ), "update committed without its observation"
 
 
 def _check_acked(store: Store, accepted: set[str], updated: set[str]) -> None:
@@ -175,5 +199,9 @@ def test_kill9_crash_loop(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(
+    not os.environ.get("CHIT_NIGHTLY"), reason="nightly: set CHIT_NIGHTLY=1 (~4 min)"
+)
 def test_kill9_crash_loop_nightly(tmp_path: Path) -> None:
     _crash_loop(tmp_path, int(os.environ.get("CHIT_CRASH_ROUNDS", "200")), writers=3)

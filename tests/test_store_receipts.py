@@ -72,8 +72,9 @@ def test_record_acceptance(store: Store) -> None:
     assert store.receipts.get("r-1") == receipt
     assert [o.status for o in store.observations.timeline("r-1")] == [LifecycleState.WORKING]
     with pytest.raises(AlreadyExists):
-        store.receipts.record_acceptance(intent, make_receipt("r-9", request_key="rk-r-1"),
-                                         make_obs("r-9"), BLOB, FP)
+        store.receipts.record_acceptance(
+            intent, make_receipt("r-9", request_key="rk-r-1"), make_obs("r-9"), BLOB, FP
+        )
     with pytest.raises(ValueError):
         store.receipts.record_acceptance(intent, make_receipt("r-3"), make_obs("r-3"), BLOB, FP)
 
@@ -206,9 +207,7 @@ def test_due_and_non_terminal(store: Store) -> None:
     due = store.receipts.due(now, limit=100)
     assert due[0].receipt_id == "unscheduled"  # never scheduled = due at once
     assert all(not r.is_terminal for r in due)
-    assert {r.receipt_id for r in due[1:]} == {
-        f"r{i:05d}" for i in range(51) if i % 5 in (0, 1)
-    }
+    assert {r.receipt_id for r in due[1:]} == {f"r{i:05d}" for i in range(51) if i % 5 in (0, 1)}
     assert len(store.receipts.due(now, limit=3)) == 3
     non_terminal = store.receipts.non_terminal()
     assert len(non_terminal) == 41 and all(not r.is_terminal for r in non_terminal)

@@ -60,8 +60,10 @@ _INITIAL = [
     "CREATE INDEX receipts_by_server ON receipts(server, status_at, receipt_id)",
     "CREATE INDEX receipts_by_work ON receipts(work_ref, status_at, receipt_id)",
     "CREATE INDEX receipts_due ON receipts(active, next_check_at)",
+    # No AUTOINCREMENT: it would rewrite sqlite_sequence on every append (one more WAL
+    # frame per commit); seq, not id, orders a timeline.
     """CREATE TABLE observations (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         receipt_id TEXT NOT NULL REFERENCES receipts(receipt_id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
         at TEXT NOT NULL,
@@ -109,7 +111,7 @@ _INITIAL = [
     "CREATE INDEX work_by_task_key ON work_records(task_key)",
     "CREATE INDEX work_by_updated ON work_records(updated_at, id)",
     """CREATE TABLE work_notes (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         work_id TEXT NOT NULL REFERENCES work_records(id) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
         at TEXT NOT NULL,
