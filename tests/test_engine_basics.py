@@ -73,7 +73,9 @@ async def test_input_required_answered(sup: Supervisor) -> None:
     r = await sup.answer(r.receipt_id, None, {"confirm": True})
     assert r.input_requests[0].answer_status is AnswerStatus.ANSWERED
     r = await sup.follow(r.receipt_id)
-    assert r.state is LifecycleState.COMPLETED and r.outcome and "Deleted a.txt" in r.outcome.summary
+    assert (
+        r.state is LifecycleState.COMPLETED and r.outcome and "Deleted a.txt" in r.outcome.summary
+    )
 
 
 async def test_cancel_mid_run(sup: Supervisor) -> None:

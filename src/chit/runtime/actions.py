@@ -38,13 +38,14 @@ from chit.receipts import (
 from chit.reconcile import acceptance_event, handle_aad, result_event, result_json, status_event
 from chit.reconcile.checks import parse_check, validate_answer
 from chit.reconcile.inbox import answer_status
+from chit.reconcile.writer import ReceiptWriter
 from chit.servers.tools import ServerProtocolError, ServerUnreachable
 from chit.store import AlreadyExists
 from chit.tasks import wire
 from chit.tasks.client import SyncResult, TaskClient, TaskError, TaskHandle
 
 if TYPE_CHECKING:
-    from chit.reconcile import ConnectionPool, HandleBook, LegacyInbox, ReceiptWriter, Reconciler
+    from chit.reconcile import ConnectionPool, HandleBook, LegacyInbox, Reconciler
     from chit.runtime.events import EventBus
     from chit.store import Store
 
@@ -302,6 +303,12 @@ class Actions:
             )
         if request is not None and request.is_pending:
             raise ServerUnreachable(f"the server did not take the answer to {key!r} in time")
+        # The reply leaves with the callback's return; see the server move on before this
+        # process may exit and close the connection under it.
+        with anyio.move_on_after(self.inbox.redeliver_wait_s):
+            while current.state is LifecycleState.INPUT_REQUIRED and not current.pending_inputs:
+                await anyio.sleep(0.1)
+                current = await self.reconciler.check(rid, ObservationSource.ANSWER) or current
         return current
 
     # --- cancel ------------------------------------------------------------------------
@@ -366,13 +373,27 @@ class Actions:
         return self._decide(receipt_id, AcceptanceState.REJECTED, why)
 
     def _decide(self, receipt_id: str, state: AcceptanceState, why: str | None) -> Receipt:
-        receipt = self.store.receipts.get_by_prefix(receipt_id)
-        if not receipt.is_terminal:
-            raise Conflict(f"receipt {receipt.receipt_id} is {receipt.state}: decide once it ended")
-        event = AcceptanceDecided(
-            state=state, check=receipt.acceptance.check, why=why, decided_by="user"
-        )
-        after = self.writer.apply(receipt.receipt_id, [event])
-        if after.acceptance.state is not state:
-            raise Conflict(f"receipt {receipt.receipt_id}: the acceptance could not be recorded")
-        return after
+        return decide_acceptance(self.writer, receipt_id, state, why)
+
+
+def decide_acceptance(
+    writer: ReceiptWriter, receipt_id: str, state: AcceptanceState, why: str | None
+) -> Receipt:
+    """Record a person's verdict on a terminal receipt (no server, no vault needed).
+
+    Raises:
+        Conflict: the receipt is not terminal yet.
+        UsageError: a rejection without a reason.
+    """
+    if state is AcceptanceState.REJECTED and not (why or "").strip():
+        raise UsageError("say why the outcome is rejected (--why)")
+    receipt = writer.store.receipts.get_by_prefix(receipt_id)
+    if not receipt.is_terminal:
+        raise Conflict(f"receipt {receipt.receipt_id} is {receipt.state}: decide once it ended")
+    event = AcceptanceDecided(
+        state=state, check=receipt.acceptance.check, why=why, decided_by="user"
+    )
+    after = writer.apply(receipt.receipt_id, [event])
+    if after.acceptance.state is not state:
+        raise Conflict(f"receipt {receipt.receipt_id}: the acceptance could not be recorded")
+    return after

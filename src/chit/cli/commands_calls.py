@@ -1,0 +1,178 @@
+"""``chit call``, ``answer``, ``cancel``, ``accept``, ``reject``: acting on tasks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from chit.cli.engine import parse_arguments, print_receipt, run_engine, wait_exit_code
+from chit.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from chit.receipts import InputRequest, Receipt
+    from chit.runtime import Supervisor
+
+
+def _prompt_answer(request: InputRequest) -> dict[str, Any]:
+    # A flat form (MCP elicitation schemas are flat primitives): one prompt per field.
+    click.echo(f"{request.message or 'The server asks for input'}", err=True)
+    schema = request.requested_schema or {}
+    answer: dict[str, Any] = {}
+    required = set(schema.get("required") or [])
+    for name, prop in (schema.get("properties") or {}).items():
+        label = prop.get("title") or name
+        kind = prop.get("type")
+        if kind == "boolean":
+            answer[name] = click.confirm(label, err=True)
+        elif kind in ("integer", "number"):
+            answer[name] = click.prompt(label, type=int if kind == "integer" else float, err=True)
+        else:
+            value = click.prompt(label, default="" if name not in required else None, err=True)
+            if value != "" or name in required:
+                answer[name] = value
+    return answer
+
+
+async def _wait(sup: Supervisor, receipt: Receipt) -> Receipt:
+    interactive = sys.stdin.isatty()
+    while True:
+        receipt = await sup.follow(receipt.receipt_id)
+        if not receipt.pending_inputs or receipt.is_terminal or not interactive:
+            return receipt
+        request = receipt.pending_inputs[0]
+        receipt = await sup.answer(receipt.receipt_id, request.key, _prompt_answer(request))
+
+
+@click.command("call")
+@click.argument("server")
+@click.argument("tool")
+@click.option("--args", "args_json", metavar="JSON", help="Tool arguments as a JSON object.")
+@click.option("--arg", "pairs", multiple=True, metavar="K=V", help="One argument (repeat).")
+@click.option("--purpose", help="One line: what this call is for.")
+@click.option("--work", "work_ref", metavar="ITEM", help="The work item this call belongs to.")
+@click.option("--ttl", "ttl_ms", type=click.IntRange(min=1), metavar="MS", help="Requested TTL.")
+@click.option("--accept-if", "accept_if", metavar="EXPR", help="Acceptance check of the result.")
+@click.option("--wait", is_flag=True, help="Follow the task to its end; exit code per outcome.")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def call(
+    ctx: click.Context,
+    server: str,
+    tool: str,
+    args_json: str | None,
+    pairs: tuple[str, ...],
+    purpose: str | None,
+    work_ref: str | None,
+    ttl_ms: int | None,
+    accept_if: str | None,
+    wait: bool,
+    as_json: bool,
+) -> None:
+    """Call TOOL on SERVER as a task and print its receipt."""
+    arguments = parse_arguments(args_json, pairs)
+
+    async def work(sup: Supervisor) -> Receipt:
+        receipt = await sup.call(
+            server,
+            tool,
+            arguments,
+            purpose=purpose,
+            work_ref=work_ref,
+            ttl_ms=ttl_ms,
+            accept_if=accept_if,
+        )
+        return await _wait(sup, receipt) if wait else receipt
+
+    receipt = run_engine(ctx, work)
+    print_receipt(receipt, as_json)
+    if wait:
+        code = wait_exit_code(receipt)
+        if code is not ExitCode.OK:
+            sys.exit(int(code))
+
+
+@click.command("answer")
+@click.argument("receipt")
+@click.option("--key", help="Which input request (needed when several are pending).")
+@click.option("--json", "answer_json", metavar="JSON", help="The answer, a JSON object.")
+@click.option("--decline", is_flag=True, help="Decline the request.")
+@click.option("--cancel", "cancel_", is_flag=True, help="Dismiss the request.")
+@click.option("--output-json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def answer(
+    ctx: click.Context,
+    receipt: str,
+    key: str | None,
+    answer_json: str | None,
+    decline: bool,
+    cancel_: bool,
+    as_json: bool,
+) -> None:
+    """Answer a pending input request of RECEIPT (validated against its schema)."""
+    if sum([answer_json is not None, decline, cancel_]) != 1:
+        raise UsageError("give exactly one of --json '{…}', --decline or --cancel")
+    content: dict[str, Any] | None = None
+    if answer_json is not None:
+        try:
+            content = json.loads(answer_json)
+        except ValueError as exc:
+            raise UsageError(f"--json is not valid JSON: {exc}") from exc
+        if not isinstance(content, dict):
+            raise UsageError("--json must be a JSON object")
+
+    async def work(sup: Supervisor) -> Receipt:
+        return await sup.answer(receipt, key, content, decline=decline, cancel=cancel_)
+
+    print_receipt(run_engine(ctx, work), as_json)
+
+
+@click.command("cancel")
+@click.argument("receipt")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def cancel(ctx: click.Context, receipt: str, as_json: bool) -> None:
+    """Ask the server to cancel RECEIPT's task; print the cancellation posture."""
+
+    async def work(sup: Supervisor) -> Receipt:
+        return await sup.cancel(receipt)
+
+    print_receipt(run_engine(ctx, work), as_json)
+
+
+def _decide(ctx: click.Context, receipt: str, accept: bool, why: str | None, as_json: bool) -> None:
+    # A verdict needs neither the server nor the data key: store only.
+    from chit.cli.context import open_store
+    from chit.receipts import AcceptanceState
+    from chit.reconcile import ReceiptWriter
+    from chit.runtime.actions import decide_acceptance
+
+    state = AcceptanceState.ACCEPTED if accept else AcceptanceState.REJECTED
+    with open_store(ctx) as store:
+        decided = decide_acceptance(ReceiptWriter(store), receipt, state, why)
+    print_receipt(decided, as_json)
+
+
+@click.command("accept")
+@click.argument("receipt")
+@click.option("--why", help="Why the outcome is acceptable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def accept(ctx: click.Context, receipt: str, why: str | None, as_json: bool) -> None:
+    """Accept the outcome of a finished task."""
+    _decide(ctx, receipt, True, why, as_json)
+
+
+@click.command("reject")
+@click.argument("receipt")
+@click.option("--why", required=True, help="Why the outcome is not acceptable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+@click.pass_context
+def reject(ctx: click.Context, receipt: str, why: str, as_json: bool) -> None:
+    """Reject the outcome of a finished task."""
+    _decide(ctx, receipt, False, why, as_json)
+
+
+COMMANDS = [call, answer, cancel, accept, reject]

@@ -1,0 +1,145 @@
+"""What the engine commands share: running a Supervisor for one command, outcomes.
+
+Heavy imports (mcp, the runtime) happen inside functions, so ``chit --version`` stays
+fast. Settings from the environment: ``CHIT_TASK_MODE`` (auto | legacy | 2026),
+``CHIT_NOTIFICATIONS`` (0 ignores server push), ``CHIT_READ_TIMEOUT`` (seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from chit.cli.context import home_of
+from chit.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from chit.receipts import Receipt
+    from chit.runtime import Supervisor, SupervisorOptions
+
+T = TypeVar("T")
+
+
+def options_from_env(**extra: Any) -> SupervisorOptions:
+    """Supervisor options, with the client settings the environment asks for."""
+    from chit.reconcile import ClientOptions
+    from chit.runtime import SupervisorOptions
+
+    mode = os.environ.get("CHIT_TASK_MODE", "auto").strip() or "auto"
+    if mode not in ("auto", "legacy", "2026"):
+        raise UsageError(f"CHIT_TASK_MODE must be auto, legacy or 2026, not {mode!r}")
+    notifications = os.environ.get("CHIT_NOTIFICATIONS", "1").strip() not in ("0", "false", "no")
+    read_timeout = float(os.environ.get("CHIT_READ_TIMEOUT", "30"))
+    client = ClientOptions(mode=mode, read_timeout=read_timeout, notifications=notifications)  # type: ignore[arg-type]
+    return SupervisorOptions(client=client, **extra)
+
+
+def run_engine(ctx: click.Context, work: Callable[[Supervisor], Awaitable[T]], **options: Any) -> T:
+    """Open a Supervisor on the command's home, run ``work`` on it, close it."""
+    import anyio
+
+    from chit.runtime import Supervisor
+
+    home = home_of(ctx).ensure()
+    settings = options_from_env(**options)
+
+    async def main() -> T:
+        async with Supervisor.open(home, options=settings) as sup:
+            return await work(sup)
+
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as group:
+        # Task groups wrap what a command raised; the user needs the one real error.
+        raise _first_leaf(group) from None
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_leaf(exc)
+        return exc
+    return group
+
+
+def parse_arguments(args_json: str | None, pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``--args JSON`` merged with ``--arg k=v`` (v parsed as JSON when it parses)."""
+    arguments: dict[str, Any] = {}
+    if args_json:
+        try:
+            loaded = json.loads(args_json)
+        except ValueError as exc:
+            raise UsageError(f"--args is not valid JSON: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise UsageError("--args must be a JSON object")
+        arguments.update(loaded)
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--arg expects NAME=VALUE, got {pair!r}")
+        try:
+            arguments[name] = json.loads(raw)
+        except ValueError:
+            arguments[name] = raw
+    return arguments
+
+
+def wait_exit_code(receipt: Receipt) -> ExitCode:
+    """The documented ``--wait`` exit code for where a receipt ended up."""
+    from chit.receipts import AcceptanceState, LifecycleState, RetrievalCondition
+
+    lost = (
+        RetrievalCondition.VANISHED,
+        RetrievalCondition.EXPIRED,
+        RetrievalCondition.INCOMPATIBLE,
+    )
+    if receipt.acceptance.state is AcceptanceState.REJECTED:
+        return ExitCode.REJECTED
+    if receipt.state is LifecycleState.COMPLETED:
+        if receipt.outcome is not None and receipt.outcome.is_error:
+            return ExitCode.COMPLETED_WITH_ERROR
+        return ExitCode.OK
+    if receipt.state is LifecycleState.FAILED:
+        return ExitCode.FAILED
+    if receipt.state is LifecycleState.CANCELLED:
+        return ExitCode.CANCELLED
+    if receipt.retrieval in lost:
+        return ExitCode.EXPIRED_OR_LOST
+    if receipt.pending_inputs or receipt.state is LifecycleState.INPUT_REQUIRED:
+        return ExitCode.INPUT_REQUIRED
+    return ExitCode.OK
+
+
+def print_receipt(receipt: Receipt, as_json: bool) -> None:
+    """The receipt for ``call``/``answer``/``cancel``: JSON, or id, state and what next."""
+    from chit import clock
+    from chit.cli.output import emit_json, receipt_json
+    from chit.receipts import next_safe_decision
+
+    if as_json:
+        emit_json(receipt_json(receipt))
+        return
+    decision = next_safe_decision(receipt, clock.now())
+    state = receipt.state.value
+    if receipt.synchronous:
+        state += f" (synchronous: {receipt.not_task_reason})"
+    click.echo(f"receipt  {receipt.receipt_id}")
+    click.echo(
+        f"state    {state}" + (f" — {receipt.status_message}" if receipt.status_message else "")
+    )
+    if receipt.outcome is not None:
+        o = receipt.outcome
+        text = f"error {o.error_code}: {o.error_message}" if o.is_rpc_error else o.summary
+        click.echo(f"outcome  {'isError — ' if o.is_error and not o.is_rpc_error else ''}{text}")
+    if receipt.acceptance.check or receipt.acceptance.state.value in ("accepted", "rejected"):
+        why = f": {receipt.acceptance.why}" if receipt.acceptance.why else ""
+        click.echo(f"accept   {receipt.acceptance.state.value}{why}")
+    for q in receipt.pending_inputs:
+        click.echo(f"input    {q.key}: {q.message or ''}")
+    if receipt.cancel.posture.value != "not_requested":
+        click.echo(f"cancel   {receipt.cancel.posture.value}")
+    click.echo(f"next     {decision.actor}: {decision.reason}")

@@ -1,0 +1,159 @@
+"""``chit call / answer / cancel / accept / reject / reconcile / intents`` end to end.
+
+One ``chit demo-server --http`` serves the module; each test registers it in a private
+home's ``config.toml`` and drives chit in subprocesses, as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import Ran, no_keyring_env, run_chit
+from tests.engine_support import file_key_env, write_config
+from tests.interop_support import free_port, http_server
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("demo-http")
+    port = free_port()
+    argv = [sys.executable, "-m", "chit", "demo-server", "--http", f"127.0.0.1:{port}"]
+    argv += ["--db", str(tmp / "tasks.db")]
+    with http_server(argv, port, log=tmp / "server.log"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def env(tmp_path: Path, demo_url: str) -> dict[str, str]:
+    from chit.tasks.client import HttpServer
+
+    home = tmp_path / "home"
+    write_config(home, {"demo": HttpServer(demo_url)})
+    base = no_keyring_env(home)
+    base.update(file_key_env(home))
+    return base
+
+
+def chit(env: dict[str, str], *args: str) -> Ran:
+    return run_chit(*args, env=env)
+
+
+def as_json(ran: Ran) -> dict[str, object]:
+    assert ran.out, ran.err
+    doc = json.loads(ran.out)
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize("mode", ["2026", "legacy"])
+def test_call_wait_completed_and_accepted(env: dict[str, str], mode: str) -> None:
+    env["CHIT_TASK_MODE"] = mode
+    ran = chit(
+        env, "call", "demo", "slow_compute", "--arg", "seconds=0.3", "--arg", "label=x",
+        "--purpose", "test", "--accept-if", 'text contains "Computed x"', "--wait", "--json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    doc = as_json(ran)
+    assert doc["state"] == "completed"
+    assert doc["acceptance"]["state"] == "accepted"  # type: ignore[index]
+    assert doc["protocol"] == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+
+
+def test_wait_exit_codes(env: dict[str, str]) -> None:
+    assert chit(env, "call", "demo", "failing_job", "--wait").code == 10  # 2026: completed+isError
+    assert chit(env, "call", "demo", "protocol_error_job", "--wait").code == 11
+    rejected = chit(
+        env,
+        "call",
+        "demo",
+        "greet",
+        "--arg",
+        "name=Ada",
+        "--accept-if",
+        'text contains "Bob"',
+        "--wait",
+    )
+    assert rejected.code == 15, rejected.err
+    assert chit(env, "call", "demo", "confirm_delete", "--arg", "filename=a", "--wait").code == 13
+
+
+def test_call_then_reconcile_and_show(env: dict[str, str]) -> None:
+    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=0.2", "--json"))
+    assert doc["state"] == "working" and doc["next"]["actor"] == "chit"  # type: ignore[index]
+    import time
+
+    time.sleep(0.5)
+    report = json.loads(chit(env, "reconcile", "--once", "--json").out)
+    assert report["checked"] == 1 and report["by_state"]["completed"] == 1
+    shown = chit(env, "show", str(doc["receipt_id"]), "--json")
+    assert json.loads(shown.out)["state"] == "completed"
+
+
+@pytest.mark.parametrize("mode", ["2026", "legacy"])
+def test_answer_input(env: dict[str, str], mode: str) -> None:
+    env["CHIT_TASK_MODE"] = mode
+    tool = "multi_input" if mode == "2026" else "confirm_delete"
+    args = ["--arg", "filename=a.txt"] if tool == "confirm_delete" else []
+    doc = as_json(chit(env, "call", "demo", tool, *args, "--json"))
+    rid = str(doc["receipt_id"])
+    chit(env, "reconcile", "--once")
+    shown = json.loads(chit(env, "show", rid, "--json").out)
+    pending = [q for q in shown["input_requests"] if q["answer_status"] == "pending"]
+    assert shown["state"] == "input_required" and pending, shown
+    bad = chit(env, "answer", rid, "--key", pending[0]["key"], "--json", '{"confirm": "maybe"}')
+    assert bad.code == 2 and "confirm" in bad.err
+    if mode == "2026":  # partial: answer one of two, the task keeps waiting
+        ok = chit(env, "answer", rid, "--key", "confirm", "--json", '{"confirm": true}')
+        assert ok.code == 0, ok.err
+        chit(env, "reconcile", "--once")
+        shown = json.loads(chit(env, "show", rid, "--json").out)
+        assert shown["state"] == "input_required"
+        ok = chit(env, "answer", rid, "--key", "name", "--json", '{"name": "Ada"}')
+    else:
+        ok = chit(env, "answer", rid, "--json", '{"confirm": true}')
+    assert ok.code == 0, ok.err
+    final = chit(env, "call", "demo", "greet", "--arg", "name=x")  # noise while it settles
+    assert final.code == 0
+    for _ in range(20):
+        chit(env, "reconcile", "--once")
+        shown = json.loads(chit(env, "show", rid, "--json").out)
+        if shown["state"] == "completed":
+            break
+    assert shown["state"] == "completed", shown
+
+
+def test_cancel_accept_reject(env: dict[str, str]) -> None:
+    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=20", "--json"))
+    rid = str(doc["receipt_id"])
+    cancelled = as_json(chit(env, "cancel", rid, "--json"))
+    assert cancelled["cancel"]["posture"] in ("acknowledged", "observed")  # type: ignore[index]
+    chit(env, "reconcile", "--once")
+    shown = json.loads(chit(env, "show", rid, "--json").out)
+    assert shown["state"] == "cancelled" and shown["cancel"]["posture"] == "observed"
+    assert chit(env, "reject", rid).code == 2  # --why is required
+    rejected = as_json(chit(env, "reject", rid, "--why", "stopped on purpose", "--json"))
+    assert rejected["acceptance"]["state"] == "rejected"  # type: ignore[index]
+
+
+def test_no_key_store_exits_4_without_key_file(tmp_path: Path, demo_url: str) -> None:
+    from chit.tasks.client import HttpServer
+
+    home = tmp_path / "home"
+    write_config(home, {"demo": HttpServer(demo_url)})
+    ran = run_chit("call", "demo", "greet", "--arg", "name=x", env=no_keyring_env(home))
+    assert ran.code == 4, ran.err
+    assert len(ran.err.strip().splitlines()) == 1
+    assert not (home / "data-key.json").exists()
+
+
+def test_intents_listing_and_abandon(env: dict[str, str]) -> None:
+    listed = chit(env, "intents", "--json")
+    assert listed.code == 0 and json.loads(listed.out) == []
+    assert chit(env, "intents", "abandon", "NOPE").code == 2
