@@ -21,7 +21,7 @@ import mcp_types as t
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 
-from chit.home import Home
+from chit.home import Home, ensure_private_file
 from chit.sidecar import decisions
 from chit.sidecar.contract import TOOL_FIELDS, ContractError, validate
 from chit.sidecar.gateway import ReceiptGateway
@@ -154,7 +154,9 @@ def build_sidecar_server(
         server_options: Passed to ``MCPServer`` (e.g. ``auth``, ``token_verifier``).
     """
     service = SidecarService(home, sidecar_path=sidecar_path, on_queued=on_queued)
-    runtime = TaskRuntime(home.root / "sidecar-tasks.db", max_argument_bytes=1 << 20)
+    tasks_db = home.root / "sidecar-tasks.db"
+    ensure_private_file(tasks_db)  # SQLite's side files inherit the mode: 0600 throughout
+    runtime = TaskRuntime(tasks_db, max_argument_bytes=1 << 20)
     register_ask(runtime, service)
     server = build_server(
         "chit-sidecar",
