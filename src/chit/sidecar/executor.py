@@ -24,6 +24,8 @@ import secrets
 import threading
 from pathlib import Path
 
+import anyio
+
 from chit import clock
 from chit.home import Home
 from chit.sidecar.anchors import SidecarStore
@@ -127,6 +129,19 @@ class Executor:
             done += 1
         self.repair_orphans()
         return done
+
+    async def run(self, stop: anyio.Event) -> None:
+        """The Supervisor's executor hook: apply intents in a dedicated thread until ``stop``.
+
+        One thread for the executor's whole life, because its SQLite connections are
+        bound to the thread that opened them.
+        """
+        thread = ExecutorThread(self).start()
+        try:
+            await stop.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(thread.stop)
 
     def repair_orphans(self) -> int:
         """Provisional anchors without a start intent: live if the item exists, else dead."""

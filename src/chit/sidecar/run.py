@@ -81,3 +81,6 @@ def serve(
     finally:
         if thread is not None:
             thread.stop()
+        close = getattr(gateway, "close", None)
+        if callable(close):
+            close()
