@@ -88,3 +88,40 @@ def write_config(home: Path, servers: Mapping[str, ServerSpec]) -> None:
         lines.append("")
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     (home / "config.toml").write_text("\n".join(lines))
+
+
+def crash_args(i: int) -> dict[str, Any]:
+    """The deterministic arguments of task ``i`` in the crash test (so retries can match)."""
+    return {"seconds": 0.3 + (i % 4) * 0.2, "label": f"t{i}"}
+
+
+async def crash_driver(home: Path, url: str, tasks: int) -> None:
+    """One life of the crash-test reconciler: resume, retry unknown intents, call, reconcile.
+
+    Killed at random points by the test; each life continues where the last one died.
+    """
+    import anyio
+
+    from chit.receipts import IntentState
+
+    async with supervisor(home, {"demo": HttpServer(url)}) as sup:
+        sup.resume_intents()
+        for intent in sup.store.intents.list(IntentState.UNKNOWN):
+            i = int((intent.purpose or "t-1").split()[-1])
+            await sup.retry_intent(intent.request_key, crash_args(i))
+        done = {i.purpose for i in sup.store.intents.list()}
+        for i in range(tasks):
+            if f"crash {i}" not in done:
+                await sup.call("demo", "slow_compute", crash_args(i), purpose=f"crash {i}")
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop)
+            while sup.reconciler.live_ids():
+                await anyio.sleep(0.1)
+            stop.set()
+
+
+if __name__ == "__main__":  # python -m tests.engine_support HOME URL TASKS
+    import anyio
+
+    anyio.run(crash_driver, Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))

@@ -135,7 +135,8 @@ class Reconciler:
         rows = fetch_all(
             self.store.db,
             "SELECT receipt_id FROM receipts WHERE (active = 1 AND (next_check_at IS NULL"
-            " OR next_check_at <= ?)) OR (active = 0 AND state IN ('completed', 'failed')"
+            " OR next_check_at <= ?) AND retrieval NOT IN ('vanished', 'expired',"
+            " 'incompatible')) OR (active = 0 AND state IN ('completed', 'failed')"
             " AND next_check_at IS NOT NULL AND next_check_at <= ?)"
             " ORDER BY next_check_at LIMIT ?",
             [now, now, limit],
@@ -143,11 +144,16 @@ class Reconciler:
         return [str(r["receipt_id"]) for r in rows]
 
     def live_ids(self) -> list[str]:
-        """Every receipt that still needs the server: live, or terminal without its result."""
+        """Every receipt that still needs the server: live, or terminal without its result.
+
+        Lost (vanished, expired) and incompatible receipts are left alone: asking again
+        the same way cannot help, and a person decides what to do with them.
+        """
         rows = fetch_all(
             self.store.db,
-            "SELECT receipt_id FROM receipts WHERE active = 1 OR (state IN ('completed',"
-            " 'failed') AND next_check_at IS NOT NULL) ORDER BY next_check_at",
+            "SELECT receipt_id FROM receipts WHERE (active = 1 AND retrieval NOT IN"
+            " ('vanished', 'expired', 'incompatible')) OR (state IN ('completed', 'failed')"
+            " AND next_check_at IS NOT NULL) ORDER BY next_check_at",
         )
         return [str(r["receipt_id"]) for r in rows]
 
