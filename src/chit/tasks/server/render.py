@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chit.tasks._time import from_ms, iso
+from chit.tasks.clock import from_ms, iso
 from chit.tasks.server.store import TaskRecord
 from chit.tasks.wire import (
     CreateTaskResult2025,

@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp.shared.exceptions import MCPError
 
-from chit.tasks._time import Now, to_ms, utc_now
+from chit.tasks.clock import Now, to_ms, utc_now
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.store import TaskRecord, TaskStore
 from chit.tasks.server.tools import (
