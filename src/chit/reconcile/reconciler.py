@@ -45,7 +45,7 @@ from chit.tasks.client.models import TaskOutcome
 
 log = logging.getLogger("chit.reconcile")
 
-IDLE_TICK_S = 0.2
+IDLE_TICK_S = 0.05
 """Longest sleep between schedule scans: receipts written by other processes are seen
 within this, and hints wake the loop at once."""
 

@@ -1,0 +1,191 @@
+"""Reconciler throughput and latency against ``chit demo-server`` over stdio.
+
+Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS]`` (default 2000 tasks of 3 s).
+
+1. The engine: TASKS concurrent ``slow_compute`` tasks, reconciled by the Supervisor.
+   Measures the time from "all completed on the server" (the newest terminal
+   ``lastUpdatedAt``) to "all receipts terminal in the store", and client CPU per poll.
+2. A bare loop: the same number of tasks on one ``TaskClient`` connection, polled with
+   ``tasks/get`` on the same schedule policy (server hint within chit's floor), no store.
+3. Notification → store latency (2025 generation, whose demo server pushes status):
+   server change time → receipt committed, p50/p99.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from chit import clock  # noqa: E402
+from chit.receipts import LifecycleState, effective_poll_ms  # noqa: E402
+from chit.runtime import Completed, EngineEvent  # noqa: E402
+from chit.tasks.client import TaskClient  # noqa: E402
+from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E402
+
+
+async def _create_all(call: Any, n: int, limit: int = 32) -> None:
+    sem = anyio.Semaphore(limit)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await call(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i)
+
+
+async def engine(tmp: Path, n: int, seconds: float) -> dict[str, float]:
+    options = fast_options("2026")
+    async with supervisor(tmp / "home", {"demo": demo_stdio(tmp / "engine.db")}, options) as sup:
+        t0 = time.perf_counter()
+        await _create_all(
+            lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}), n
+        )
+        created = time.perf_counter() - t0
+        checks0, cpu0 = sup.reconciler.checks, time.process_time()
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop)
+            while sup.reconciler.live_ids():
+                await anyio.sleep(0.05)
+            done_at = clock.now()
+            stop.set()
+        cpu = time.process_time() - cpu0
+        polls = sup.reconciler.checks - checks0
+        receipts = sup.store.receipts.list(limit=1000)
+        server_done = _newest(sup, n)
+        assert all(r.state is LifecycleState.COMPLETED for r in receipts.items)
+    return {
+        "create_s": created,
+        "lag_s": (done_at - server_done).total_seconds(),
+        "polls": polls,
+        "cpu_ms_per_poll": 1000 * cpu / max(polls, 1),
+    }
+
+
+def _newest(sup: Any, n: int) -> datetime:
+    newest: datetime | None = None
+    page = sup.store.receipts.list(limit=1000)
+    while True:
+        for r in page.items:
+            if r.server_updated_at and (newest is None or r.server_updated_at > newest):
+                newest = r.server_updated_at
+        if page.next_cursor is None:
+            break
+        page = sup.store.receipts.list(limit=1000, after=page.next_cursor)
+    assert newest is not None
+    return newest
+
+
+async def bare(tmp: Path, n: int, seconds: float) -> dict[str, float]:
+    async with TaskClient(demo_stdio(tmp / "bare.db"), mode="2026", read_timeout=30) as tc:
+        ids: dict[str, float] = {}  # task id → next poll (monotonic)
+        updated: list[datetime] = []
+
+        async def start(i: int) -> None:
+            h = await tc.start(
+                "slow_compute", {"seconds": seconds, "label": f"{i}"}, request_key=f"b{i}"
+            )
+            ids[h.task_id] = time.monotonic() + effective_poll_ms(h.poll_interval_ms) / 1000  # type: ignore[union-attr]
+
+        await _create_all(start, n)
+        polls, cpu0 = 0, time.process_time()
+        sem = anyio.Semaphore(16)
+
+        async def poll(task_id: str) -> None:
+            nonlocal polls
+            async with sem:
+                snap = await tc.get(task_id)
+            polls += 1
+            if snap.terminal:
+                updated.append(snap.updated_at)
+                ids.pop(task_id, None)
+            else:
+                ids[task_id] = time.monotonic() + effective_poll_ms(snap.poll_interval_ms) / 1000
+
+        inflight: set[str] = set()
+
+        async def guarded(task_id: str) -> None:
+            try:
+                await poll(task_id)
+            finally:
+                inflight.discard(task_id)
+
+        async with anyio.create_task_group() as tg:
+            while ids:
+                now = time.monotonic()
+                for task_id, due in list(ids.items()):
+                    if due <= now and task_id not in inflight:
+                        inflight.add(task_id)
+                        tg.start_soon(guarded, task_id)
+                await anyio.sleep(0.05)
+        done_at = clock.now()
+        cpu = time.process_time() - cpu0
+    return {
+        "lag_s": (done_at - max(updated)).total_seconds(),
+        "polls": polls,
+        "cpu_ms_per_poll": 1000 * cpu / max(polls, 1),
+    }
+
+
+async def notifications(tmp: Path, n: int, seconds: float) -> dict[str, float]:
+    latencies: list[float] = []
+
+    def on_event(event: EngineEvent) -> None:
+        if isinstance(event, Completed) and event.receipt.server_updated_at:
+            latencies.append((clock.now() - event.receipt.server_updated_at).total_seconds())
+
+    options = fast_options("legacy")
+    async with supervisor(tmp / "nhome", {"demo": demo_stdio(tmp / "notify.db")}, options) as sup:
+        sup.subscribe(on_event)
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop)
+            await _create_all(
+                lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}),
+                n,
+            )
+            while sup.reconciler.live_ids():
+                await anyio.sleep(0.05)
+            stop.set()
+    latencies.sort()
+    return {
+        "count": len(latencies),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+    }
+
+
+async def main(n: int, seconds: float) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
+    e = await engine(tmp, n, seconds)
+    b = await bare(tmp, n, seconds)
+    notify = await notifications(tmp, min(n, 200), seconds)
+    print(f"tasks {n}, {seconds} s each, demo-server over stdio, 2026 generation")
+    print(f"engine: created in {e['create_s']:.1f} s; lag after server done {e['lag_s']:.2f} s;")
+    print(f"        {e['polls']:.0f} checks, {e['cpu_ms_per_poll']:.2f} ms CPU per check")
+    print(f"bare:   lag after server done {b['lag_s']:.2f} s; {b['polls']:.0f} polls,")
+    print(f"        {b['cpu_ms_per_poll']:.2f} ms CPU per poll")
+    print(f"ratio (lag engine / bare): {e['lag_s'] / max(b['lag_s'], 1e-3):.2f}x")
+    print(f"ratio (CPU per poll engine / bare): {e['cpu_ms_per_poll'] / b['cpu_ms_per_poll']:.2f}x")
+    print(
+        f"notification -> store ({notify['count']:.0f} tasks, 2025): "
+        f"p50 {notify['p50_ms']:.0f} ms, p99 {notify['p99_ms']:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    secs = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
+    anyio.run(main, tasks, secs)
