@@ -26,11 +26,12 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E402
+
 from chit import clock  # noqa: E402
 from chit.receipts import LifecycleState, effective_poll_ms  # noqa: E402
 from chit.runtime import Completed, EngineEvent  # noqa: E402
 from chit.tasks.client import TaskClient  # noqa: E402
-from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E402
 
 
 async def _create_all(call: Any, n: int, limit: int = 32) -> None:
