@@ -1,13 +1,37 @@
-"""``chit`` with no command: open the supervisor on CHIT_HOME."""
+"""``chit`` with no command, and ``chit open``: the supervisor TUI on CHIT_HOME."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
+
+from chit.cli.context import home_of
+
+
+def _run(ctx: click.Context, readonly: bool) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # No terminal to draw on (a pipe, CI): the TUI cannot run; be useful instead.
+        click.echo(ctx.get_help())
+        return
+    from chit.tui.launch import build_app
+
+    app = build_app(home_of(ctx), readonly=readonly)
+    app.run()
 
 
 def open_default(ctx: click.Context) -> None:
-    """Open chit on the configured home (a plain listing until the TUI lands)."""
-    click.echo(ctx.get_help())
+    """Open the TUI on the configured home (``CHIT_READONLY=1`` opens it read-only)."""
+    _run(ctx, readonly=os.environ.get("CHIT_READONLY", "") not in ("", "0"))
 
 
-COMMANDS: list[click.Command] = []
+@click.command("open")
+@click.option("--readonly", is_flag=True, help="Look only: no answer, cancel, accept or call.")
+@click.pass_context
+def open_tui(ctx: click.Context, readonly: bool) -> None:
+    """Open the supervisor TUI on CHIT_HOME (same as plain `chit`)."""
+    _run(ctx, readonly or os.environ.get("CHIT_READONLY", "") not in ("", "0"))
+
+
+COMMANDS = [open_tui]

@@ -1,0 +1,72 @@
+"""Build the app for a home: key store and Supervisor are resolved BEFORE Textual starts.
+
+Asking the OS keyring can prompt, block or print; doing it while Textual owns the
+terminal would garble the screen or hang it. So the launcher decides the mode first
+(read-only with a banner when the key store is unavailable) and only then builds the app.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from chit.home import Home
+from chit.tui.backend import Backend, Mode
+from chit.tui.config import load_settings
+
+log = logging.getLogger(__name__)
+
+
+def key_store_mode(home: Home, readonly: bool, environ: Mapping[str, str]) -> Mode:
+    """Decide read-only, banner and note from ``--readonly`` and the key store."""
+    from chit.vault import diagnose_key_store
+
+    report = diagnose_key_store(home, environ)
+    if not report["usable"]:
+        problem = f"Key store unavailable: {report['why']}."
+        if report.get("fix"):
+            problem += f" Fix: {report['fix']}."
+        return Mode(readonly=True, banner=problem + " Read-only until then.")
+    note: str | None = None
+    if report["kind"] == "memory":
+        note = "key store: memory (demo: handles vanish on exit)"
+    banner = "Read-only: --readonly" if readonly else None
+    return Mode(readonly=readonly, banner=banner, note=note)
+
+
+def start_supervisor(home: Home, mode: Mode) -> tuple[Any | None, Mode]:
+    """Host the Supervisor (or attach as a viewer when ``chit daemon`` holds the lease)."""
+    if mode.readonly:
+        return None, mode
+    from chit.tui.host import SupervisorHost
+
+    try:
+        host = SupervisorHost.start(home)
+    except Exception as exc:  # the TUI still shows the store; say why nothing reconciles
+        log.exception("supervisor did not start")
+        return None, Mode(True, f"Not reconciling: {exc}. Read-only.", mode.note, mode.viewer)
+    if host.is_viewer:
+        banner = "Viewer: another chit (e.g. chit daemon) holds the lease and reconciles."
+        return host, Mode(mode.readonly, banner, mode.note, viewer=True)
+    return host, mode
+
+
+def build_app(
+    home: Home,
+    *,
+    readonly: bool = False,
+    environ: Mapping[str, str] | None = None,
+    supervisor: Any | None = None,
+) -> Any:
+    """Return a ready ``ChitApp`` for ``home`` (Textual is imported only here)."""
+    env = os.environ if environ is None else environ
+    home.ensure()
+    mode = key_store_mode(home, readonly, env)
+    if supervisor is None:
+        supervisor, mode = start_supervisor(home, mode)
+    from chit.tui.app import ChitApp
+
+    settings = load_settings(home)
+    return ChitApp(Backend(home, mode, supervisor), settings, tick=settings.tick)

@@ -1,0 +1,127 @@
+"""Servers: connection, protocol version, task support, and why calls were not tasks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.console import Group as RichGroup
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from chit.receipts import Receipt
+from chit.tui.probe import Probe
+
+if TYPE_CHECKING:
+    from chit.tui.app import ChitApp
+
+
+def render_probe(result: Probe) -> RichGroup:
+    """Protocol, task support and every tool's task support."""
+    tools = Table(box=None, padding=(0, 1), header_style="dim")
+    tools.add_column("tool", no_wrap=True)
+    tools.add_column("task support", no_wrap=True)
+    tools.add_column("note")
+    for tool in result.tools:
+        tools.add_row(tool.name, tool.task_support, tool.why_not_task or (tool.title or ""))
+    return RichGroup(
+        Text.assemble(
+            (result.server_name or result.server, "bold"), f" {result.server_version or ''}"
+        ),
+        Text(f"protocol {result.protocol_version} · generation {result.generation or '—'}"),
+        Text(f"tasks: {result.tasks_detail}"),
+        Text(""),
+        tools,
+    )
+
+
+def render_not_tasks(receipts: list[Receipt]) -> Text:
+    """Recent calls answered synchronously, each with the reason."""
+    if not receipts:
+        return Text("Every recorded call became a task.", style="dim")
+    text = Text("Calls that were not tasks:\n", style="bold")
+    for r in receipts:
+        text.append(f"• {r.server}/{r.tool} {r.receipt_id[-6:]}: {r.not_task_reason}\n", style="")
+    return text
+
+
+class ServersScreen(Screen[None]):
+    """Registered servers; the highlighted one is probed (connected) in a worker."""
+
+    BINDING_GROUP_TITLE = "Servers"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back", id="chit.back"),
+        Binding("p", "probe", "Connect", id="chit.servers.probe", tooltip="Connect and list tools"),
+    ]
+    DEFAULT_CSS = """
+    ServersScreen #servers-body { height: 1fr; }
+    ServersScreen DataTable { width: 45%; }
+    ServersScreen #server-detail { width: 1fr; padding: 0 1; border-left: vkey $primary; }
+    """
+
+    @property
+    def chit(self) -> ChitApp:
+        """The app, typed."""
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Static("Servers", classes="screen-title")
+        with Horizontal(id="servers-body"):
+            yield DataTable[str](id="servers", cursor_type="row")
+            with VerticalScroll(id="server-detail"):
+                yield Static("", id="probe")
+                yield Static("", id="not-tasks")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#servers", DataTable)
+        table.add_column("name", key="name")
+        table.add_column("transport", key="transport")
+        table.add_column("target", key="target")
+        self.specs: list[Any] = []
+        self.chit.submit(self.chit.backend.servers, description="Reading servers", done=self._show)
+        self.chit.submit(
+            self.chit.backend.not_task_calls, description="Reading calls", done=self._not_tasks
+        )
+
+    def _show(self, specs: list[Any]) -> None:
+        self.specs = specs
+        table = self.query_one("#servers", DataTable)
+        for s in specs:
+            target = s.url if s.transport == "http" else " ".join([s.command or "", *s.args])
+            table.add_row(s.name, s.transport, target, key=s.name)
+        probe = self.query_one("#probe", Static)
+        if not specs:
+            probe.update(
+                Text(
+                    "No servers registered. Add one with `chit servers add`"
+                    " or import an mcpServers file.",
+                    style="dim",
+                )
+            )
+        else:
+            probe.update(Text("Press p (or Enter) to connect and list tools.", style="dim"))
+        table.focus()
+
+    def _not_tasks(self, receipts: list[Receipt]) -> None:
+        self.query_one("#not-tasks", Static).update(render_not_tasks(receipts))
+
+    @on(DataTable.RowSelected)
+    def action_probe(self) -> None:
+        """Connect to the highlighted server."""
+        table = self.query_one("#servers", DataTable)
+        if not self.specs or not 0 <= table.cursor_row < len(self.specs):
+            return
+        name = self.specs[table.cursor_row].name
+        self.query_one("#probe", Static).update(Text(f"connecting to {name}…", style="dim"))
+        self.chit.submit(
+            self.chit.backend.probe, name, description=f"Connect to {name}", done=self._probed
+        )
+
+    def _probed(self, result: Probe) -> None:
+        self.query_one("#probe", Static).update(render_probe(result))

@@ -1,0 +1,279 @@
+"""What the screens show, read from the store in one go: plain data, no Textual.
+
+Workers call :func:`load_snapshot` on their own store connection and post the frozen
+:class:`Snapshot`; widgets render from it and never query the store themselves
+(memray's ``Snapshot`` / ``SnapshotFetched`` pattern). Only a bounded number of pages is
+ever read, so a home with 100,000 receipts costs the same as one with a hundred.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from chit.receipts import (
+    InputRequest,
+    LifecycleState,
+    Observation,
+    Receipt,
+    RetrievalCondition,
+    freshness,
+)
+from chit.receipts.decisions import Decision, next_safe_decision
+from chit.store import Store, WorkNote, WorkRecord
+
+PAGE_SIZE = 100
+"""Rows read per page; the table asks for another page when the cursor reaches the end."""
+
+INBOX_LIMIT = 200
+"""The inbox reads at most this many input-required receipts."""
+
+NEAR_EXPIRY = timedelta(minutes=5)
+"""A live receipt whose result must be retrieved within this window is "near expiry"."""
+
+NO_WORK = ""
+"""The group key of receipts that belong to no work record."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed ``/`` filter: ``state:S`` (repeatable), ``server:NAME``, ``work:REF``, text."""
+
+    states: tuple[LifecycleState, ...] = ()
+    server: str | None = None
+    work_ref: str | None = None
+    text: str | None = None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the filter selects everything."""
+        return not (self.states or self.server or self.work_ref or self.text)
+
+
+_STATE_ALIASES = {"input": "input_required", "input-required": "input_required"}
+
+
+def parse_filter(text: str) -> Query:
+    """Parse the filter grammar (k9s-like): ``state:working server:demo free text``.
+
+    Unknown ``key:`` prefixes and unknown states are reported in ``errors`` and ignored,
+    so a half-typed filter never blanks the table.
+    """
+    try:
+        words = shlex.split(text)
+    except ValueError:  # an unclosed quote while typing: fall back to plain words
+        words = text.split()
+    states: list[LifecycleState] = []
+    server = work_ref = None
+    free: list[str] = []
+    errors: list[str] = []
+    for word in words:
+        key, sep, value = word.partition(":")
+        if not sep or not value:
+            free.append(word)
+        elif key == "state":
+            for part in value.split(","):
+                name = _STATE_ALIASES.get(part, part)
+                try:
+                    states.append(LifecycleState(name))
+                except ValueError:
+                    errors.append(f"unknown state {part!r}")
+        elif key == "server":
+            server = value
+        elif key == "work":
+            work_ref = value
+        else:
+            errors.append(f"unknown filter {key!r}: use state:, server:, work: or text")
+    return Query(
+        states=tuple(dict.fromkeys(states)),
+        server=server,
+        work_ref=work_ref,
+        text=" ".join(free) or None,
+        errors=tuple(errors),
+    )
+
+
+@dataclass(frozen=True)
+class Group:
+    """Receipts of one work record (or of none), in the order the store returned them."""
+
+    key: str
+    record: WorkRecord | None
+    notes: tuple[WorkNote, ...]
+    receipts: tuple[Receipt, ...]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One pending input request in the inbox."""
+
+    receipt: Receipt
+    request: InputRequest
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the main screen needs, read at ``now``."""
+
+    now: datetime
+    query: Query
+    groups: tuple[Group, ...] = ()
+    counts: dict[LifecycleState, int] = field(default_factory=dict)
+    total: int = 0
+    prompts: tuple[Prompt, ...] = ()
+    more: bool = False
+    loaded: int = 0
+
+    @property
+    def receipts(self) -> tuple[Receipt, ...]:
+        """Every loaded receipt, in display order."""
+        return tuple(r for g in self.groups for r in g.receipts)
+
+
+EMPTY = Snapshot(now=datetime.fromtimestamp(0).astimezone(), query=Query())
+"""The snapshot shown before the first load finishes."""
+
+
+def _page(store: Store, query: Query, pages: int) -> tuple[list[Receipt], bool]:
+    rows: list[Receipt] = []
+    after: str | None = None
+    for _ in range(max(pages, 1)):
+        page = store.receipts.list(
+            state=query.states or None,
+            server=query.server,
+            work_ref=query.work_ref,
+            text=query.text,
+            limit=PAGE_SIZE,
+            after=after,
+        )
+        rows.extend(page.items)
+        after = page.next_cursor
+        if after is None:
+            break
+    return rows, after is not None
+
+
+def _group(store: Store, receipts: list[Receipt], query: Query) -> tuple[Group, ...]:
+    order: dict[str, list[Receipt]] = {}
+    for receipt in receipts:
+        order.setdefault(receipt.work_ref or NO_WORK, []).append(receipt)
+    groups: list[Group] = []
+    for key, members in order.items():
+        record = store.work.get(key) if key else None
+        notes = tuple(store.work.notes(key)) if record is not None else ()
+        groups.append(Group(key, record, notes, tuple(members)))
+    if query.is_empty:
+        # Work records the agent opened but has not called anything for yet.
+        for record in store.work.list(limit=20):
+            if record.id not in order:
+                groups.append(Group(record.id, record, tuple(store.work.notes(record.id)), ()))
+    # Records with receipts first (newest activity first), receipts without a record last.
+    groups.sort(key=lambda g: (g.key == NO_WORK, not g.receipts))
+    return tuple(groups)
+
+
+def load_snapshot(store: Store, query: Query, now: datetime, pages: int = 1) -> Snapshot:
+    """Read one consistent view: a bounded page of receipts, their records, the inbox."""
+    receipts, more = _page(store, query, pages)
+    counts = store.receipts.counts_by_state()
+    inbox = store.receipts.list(state=LifecycleState.INPUT_REQUIRED, limit=INBOX_LIMIT)
+    prompts = tuple(Prompt(r, req) for r in reversed(inbox.items) for req in r.pending_inputs)
+    return Snapshot(
+        now=now,
+        query=query,
+        groups=_group(store, receipts, query),
+        counts=counts,
+        total=sum(counts.values()),
+        prompts=prompts,
+        more=more,
+        loaded=len(receipts),
+    )
+
+
+@dataclass(frozen=True)
+class Detail:
+    """One receipt with its timeline and next safe decision (the detail pane)."""
+
+    receipt: Receipt
+    timeline: tuple[Observation, ...]
+    decision: Decision
+    now: datetime
+    record: WorkRecord | None = None
+
+
+@dataclass(frozen=True)
+class RecordDetail:
+    """One work record with its notes (the detail pane on a group row)."""
+
+    record: WorkRecord
+    notes: tuple[WorkNote, ...]
+    receipts: int
+
+
+def load_detail(store: Store, receipt_id: str, now: datetime) -> Detail | None:
+    """Read one receipt's detail, or None when it no longer exists."""
+    receipt = store.receipts.get(receipt_id)
+    if receipt is None:
+        return None
+    record = store.work.get(receipt.work_ref) if receipt.work_ref else None
+    return Detail(
+        receipt=receipt,
+        timeline=tuple(store.observations.timeline(receipt_id)),
+        decision=next_safe_decision(receipt, now),
+        now=now,
+        record=record,
+    )
+
+
+def load_record(store: Store, work_id: str) -> RecordDetail | None:
+    """Read one work record's detail, or None when it no longer exists."""
+    record = store.work.get(work_id)
+    if record is None:
+        return None
+    count = len(store.receipts.list(work_ref=work_id, limit=1000))
+    return RecordDetail(record, tuple(store.work.notes(work_id)), count)
+
+
+# ------------------------------------------------------------------ formatting
+def ago(now: datetime, at: datetime) -> str:
+    """``12 s ago`` / ``3 min ago`` / ``2 h ago`` / ``4 d ago``."""
+    seconds = max(0, int((now - at).total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def countdown(now: datetime, at: datetime | None) -> str:
+    """Time left until ``at``: ``4m12s``, ``2h05m``, ``expired``, or ``—`` without a TTL."""
+    if at is None:
+        return "—"
+    seconds = int((at - now).total_seconds())
+    if seconds <= 0:
+        return "expired"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 172800:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d"
+
+
+def observed(receipt: Receipt, now: datetime) -> tuple[str, RetrievalCondition]:
+    """The freshness text of a receipt and the condition that colours it."""
+    condition = freshness(receipt, now)
+    text = f"observed {ago(now, receipt.status_at)}"
+    if condition is not RetrievalCondition.FRESH:
+        text = f"{condition.value}, {text}"
+    return text, condition
+
+
+def near_expiry(receipt: Receipt, now: datetime) -> bool:
+    """True for a live receipt whose ``expires_at`` falls within :data:`NEAR_EXPIRY`."""
+    if receipt.is_terminal or receipt.expires_at is None:
+        return False
+    return now < receipt.expires_at <= now + NEAR_EXPIRY

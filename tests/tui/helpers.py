@@ -1,0 +1,49 @@
+"""Pilot helpers shared by the TUI tests."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from textual.pilot import Pilot
+
+from chit.tui.app import ChitApp
+from chit.tui.widgets.receipt_table import ReceiptTable
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    """Let workers finish and the screen catch up."""
+    app = pilot.app
+    for _ in range(3):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def quiet(pilot: Pilot[None]) -> None:
+    """Settle, then dismiss toasts so they do not cover what a snapshot checks."""
+    await settle(pilot)
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+async def select(pilot: Pilot[None], receipt_id: str) -> None:
+    """Move the main table's cursor to ``receipt_id``."""
+    app = pilot.app
+    assert isinstance(app, ChitApp)
+    table = app.screen.query_one(ReceiptTable)
+    table.move_cursor(row=table._keys.index(f"r:{receipt_id}"), animate=False)
+    await settle(pilot)
+
+
+def screen_text(app: ChitApp) -> str:
+    """What a person sees on the screen now: the screenshot's text, line by line."""
+    svg = app.export_screenshot()
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        x, y = float(m.group(1)), float(m.group(2))
+        rows.setdefault(y, []).append((x, html.unescape(m.group(3))))
+    lines = []
+    for y in sorted(rows):
+        lines.append("".join(t for _, t in sorted(rows[y])).replace("\xa0", " "))
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""Snapshot tests: every screen at 80×24 and 160×48, frozen clock, seeded store.
+
+SVGs live in ``snapshots/test_tui_snapshots/``; update them with
+``pytest tests/tui/test_tui_snapshots.py --snapshot-update`` after checking the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Select
+
+from chit.tui.backend import Mode
+from tests.tui.conftest import FakeSupervisor, make_app
+from tests.tui.helpers import quiet, select, settle
+from tests.tui.seed import rid
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
+
+
+def _app(tmp_path: Path, **kwargs: Any) -> Any:
+    return make_app(tmp_path / "home", supervisor=FakeSupervisor(), **kwargs)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_main_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """Receipts grouped by work record, badges, freshness, countdown; detail pane when wide."""
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=quiet)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_detail_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """A cancelled receipt: posture with requested/acknowledged/observed times, timeline."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await select(pilot, rid(5))
+        await pilot.press("enter")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_inbox(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The inbox lists both pending prompts, oldest first."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("i")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_answer_form_with_errors(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The form from the request schema after an empty submit: required-field messages."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await select(pilot, rid(2))
+        await pilot.press("r")
+        await settle(pilot)
+        await pilot.press("ctrl+s")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_new_call(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """New call: server and tool chosen, the tool's input form shown."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        pilot.app.screen.query_one("#server", Select).value = "demo"
+        await settle(pilot)
+        pilot.app.screen.query_one("#tool", Select).value = "greet"
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_servers(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """Servers: protocol version, task support per tool, and why a call was not a task."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        await pilot.press("p")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """? lists every key with its keymap id."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_empty_state(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """A fresh home says what a receipt is and how to start."""
+    assert snap_compare(_app(tmp_path, data=False), terminal_size=size, run_before=quiet)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_key_store_unavailable(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """No trusted key store: a banner naming the fix, read-only, actions greyed out."""
+    mode = Mode(
+        readonly=True,
+        banner="Key store unavailable: no trusted keyring backend. Fix: install gnome-keyring"
+        " or set CHIT_KEY_STORE=file. Read-only until then.",
+    )
+    assert snap_compare(_app(tmp_path, mode=mode), terminal_size=size, run_before=quiet)
