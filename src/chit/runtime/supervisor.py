@@ -36,6 +36,7 @@ from chit.runtime.actions import Actions, check_expression
 from chit.runtime.events import EventBus, IntentUnknown, Subscriber
 from chit.runtime.keys import unlock_vault
 from chit.runtime.servers import registry_resolver
+from chit.runtime.sidecar_host import executor_hook
 from chit.store import Store
 from chit.store.intent_repo import RESTART_MESSAGE
 from chit.vault import Vault
@@ -127,6 +128,8 @@ class Supervisor(Actions):
             resolver = resolve or registry_resolver(home, vault, environ)
             async with anyio.create_task_group() as tg:
                 sup = cls(home, store, vault, resolver, tg, options or SupervisorOptions())
+                # The sidecar's executor runs here when the home uses the sidecar.
+                sup.executor = executor_hook(home, vault, environ)
                 try:
                     yield sup
                 finally:
