@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from typing import Any
 
 import click
@@ -22,13 +21,17 @@ def _store(ctx: click.Context) -> Any:
     return SidecarStore.open(home.sidecar_db_path)
 
 
-def _gateway(home: Any) -> Any:
-    """The Supervisor's receipt gateway (None when the runtime is not available)."""
+def _gateway(home: Any, executor_in_process: bool) -> Any:
+    """The receipt gateway: a Supervisor this process hosts (None without the runtime).
+
+    Its Supervisor reconciles (or watches, when ``chit daemon`` holds the lease) and, if
+    this process runs no standalone executor, hosts the sidecar executor as well.
+    """
     try:
-        import chit.runtime  # noqa: F401 - only checks the runtime is installed
+        from chit.runtime.sidecar_host import SupervisorGateway
     except ImportError:
         return None
-    return SupervisorGateway(home)
+    return SupervisorGateway(home, host_executor=not executor_in_process)
 
 
 @click.group("sidecar", invoke_without_command=True)
@@ -74,7 +77,7 @@ def sidecar(
         port=port,
         auth=not no_auth,
         executor=not no_executor,
-        gateway=_gateway(home),
+        gateway=_gateway(home, not no_executor),
     )
 
 
@@ -193,155 +196,3 @@ def executor_cmd(ctx: click.Context, once: bool) -> None:
 
 
 COMMANDS = [sidecar]
-
-
-class SupervisorGateway:
-    """``chit.sidecar.gateway.ReceiptGateway`` over the runtime's Supervisor.
-
-    The Supervisor lives in its own event loop thread (a blocking portal), opened on the
-    first receipt tool call, so a sidecar that is never asked for receipts never needs
-    the vault for them. Errors become answers in the sidecar's vocabulary.
-    """
-
-    def __init__(self, home: Any) -> None:
-        self._home = home
-        self._lock = threading.Lock()
-        self._portal: Any = None
-        self._sup: Any = None
-        self._exits: list[Any] = []
-
-    def _ensure(self) -> tuple[Any, Any]:
-        import anyio.from_thread
-
-        from chit.runtime import Supervisor
-
-        with self._lock:
-            if self._sup is None:
-                portal_cm = anyio.from_thread.start_blocking_portal()
-                portal = portal_cm.__enter__()
-                sup_cm = portal.wrap_async_context_manager(Supervisor.open(self._home))
-                try:
-                    self._sup = sup_cm.__enter__()
-                except BaseException:
-                    portal_cm.__exit__(None, None, None)
-                    raise
-                self._portal = portal
-                self._exits = [sup_cm, portal_cm]
-            return self._portal, self._sup
-
-    def close(self) -> None:
-        """Close the Supervisor and its thread."""
-        with self._lock:
-            for cm in self._exits:
-                cm.__exit__(None, None, None)
-            self._exits, self._sup, self._portal = [], None, None
-
-    async def _run(self, fn: Any) -> dict[str, Any] | None:
-        import anyio
-
-        from chit.errors import ChitError, NotFound
-
-        def go() -> dict[str, Any] | None:
-            portal, sup = self._ensure()
-            result: dict[str, Any] | None = portal.call(fn, sup)
-            return result
-
-        try:
-            return await anyio.to_thread.run_sync(go)
-        except NotFound:
-            return None
-        except ChitError as exc:
-            transient = int(exc.exit_code) in (4, 5, 6)  # key store, store, unreachable
-            return {
-                "receipt_id": None,
-                "state": "failed",
-                "failure_class": "transient" if transient else "permanent",
-                "reason": exc.message,
-            }
-
-    async def start_call(
-        self,
-        *,
-        server: str,
-        tool: str,
-        arguments: dict[str, Any],
-        purpose: str,
-        work_ref: str | None,
-        principal: str,
-    ) -> dict[str, Any]:
-        """Start the call through the Supervisor (intent first, receipt on acceptance)."""
-        del principal  # bound by the sidecar's receipt_links, not by the library
-
-        async def run(sup: Any) -> dict[str, Any]:
-            receipt = await sup.call(server, tool, arguments, purpose=purpose, work_ref=work_ref)
-            return _receipt_view(receipt)
-
-        answer = await self._run(run)
-        return answer if answer is not None else {"receipt_id": None, "state": "failed"}
-
-    async def status(self, receipt_id: str) -> dict[str, Any] | None:
-        """Check the task once when due (if this process may reconcile), then describe it."""
-
-        async def run(sup: Any) -> dict[str, Any] | None:
-            from chit import clock
-            from chit.receipts import ObservationSource
-
-            receipt = sup.store.receipts.get(receipt_id)
-            if receipt is None:
-                return None
-            due = receipt.next_check_at is None or receipt.next_check_at <= clock.now()
-            if not receipt.is_terminal and due and sup.lease.try_acquire():
-                try:
-                    await sup.reconciler.check(receipt_id, ObservationSource.POLL)
-                finally:
-                    sup.lease.release()
-                receipt = sup.store.receipts.require(receipt_id)
-            return _receipt_view(receipt)
-
-        return await self._run(run)
-
-    async def result(self, receipt_id: str) -> dict[str, Any] | None:
-        """The outcome when terminal (digest, bounded summary, error), else the state."""
-
-        async def run(sup: Any) -> dict[str, Any] | None:
-            receipt = sup.store.receipts.get(receipt_id)
-            if receipt is None:
-                return None
-            view = _receipt_view(receipt)
-            out = receipt.outcome
-            view["outcome"] = None if out is None else out.model_dump(mode="json")
-            return view
-
-        return await self._run(run)
-
-    async def cancel(self, receipt_id: str) -> dict[str, Any] | None:
-        """Request cancellation; the view carries the cancellation posture."""
-
-        async def run(sup: Any) -> dict[str, Any] | None:
-            if sup.store.receipts.get(receipt_id) is None:
-                return None
-            return _receipt_view(await sup.cancel(receipt_id))
-
-        return await self._run(run)
-
-
-def _receipt_view(receipt: Any) -> dict[str, Any]:
-    """A receipt in the sidecar's answer shape: state, freshness and the next decision."""
-    from chit import clock
-    from chit.receipts import freshness, next_safe_decision
-
-    now = clock.now()
-    decision = next_safe_decision(receipt, now)
-    return {
-        "receipt_id": receipt.receipt_id,
-        "state": str(receipt.state),
-        "freshness": str(freshness(receipt, now)),
-        "status_at": clock.iso(receipt.status_at),
-        "cancellation": str(receipt.cancel.posture),
-        "next": {
-            "action": str(decision.action),
-            "actor": str(decision.actor),
-            "reason": decision.reason,
-            "check_at": clock.iso(decision.check_at) if decision.check_at else None,
-        },
-    }
