@@ -1,0 +1,133 @@
+"""``chit demo``: the TUI on a throwaway home, live within seconds.
+
+A temporary home with an in-memory key store, the fixture task server registered, the
+Supervisor and the sidecar executor running, and a scripted agent that opens work
+records and starts a mix of tasks. ``--headless-seconds N`` plays the same script without
+the TUI for N seconds and prints the receipts (for tests and CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def prepare_home(root: Path) -> None:
+    """Point this process at ``root`` (memory key store) and register the demo server."""
+    from chit.home import Home
+    from chit.servers import Registry, ServerSpec
+
+    os.environ["CHIT_HOME"] = str(root)
+    os.environ["CHIT_KEY_STORE"] = "memory"
+    home = Home(root).ensure()
+    spec = ServerSpec(
+        name="demo",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "chit", "demo-server", "--db", str(home.tasks_db_path)),
+    )
+    Registry.for_home(home).add(spec)
+
+
+class DemoRun:
+    """The running demo: Supervisor, sidecar executor and the agent thread."""
+
+    def __init__(self, root: Path) -> None:
+        from chit.demo.agent import DemoAgent
+        from chit.home import Home
+        from chit.sidecar.executor import Executor, ExecutorThread
+        from chit.sidecar.owner import StaticOwnerResolver
+        from chit.tui.host import SupervisorHost
+
+        home = Home(root)
+        self.host = SupervisorHost.start(home)
+        # The demo owns its throwaway home, so the account owner is fixed, not resolved.
+        owner = StaticOwnerResolver("demo-user")
+        self.executor = ExecutorThread(Executor(home, owner)).start()
+        self.agent = DemoAgent(home, self._call)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self.agent.run, args=(self._stop,), name="chit-demo-agent", daemon=True
+        )
+        self._thread.start()
+
+    def _call(
+        self, server: str, tool: str, args: dict[str, Any], purpose: str | None, work: str | None
+    ) -> Any:
+        return self.host.call(server, tool, dict(args), purpose=purpose, work_ref=work)
+
+    def stop(self) -> None:
+        """Stop the agent, the executor and the Supervisor."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.executor.stop()
+        self.host.close()
+
+
+@click.command("demo")
+@click.option(
+    "--headless-seconds",
+    type=float,
+    default=None,
+    help="Run the script without the TUI for N seconds, then print the receipts.",
+)
+@click.option("--keep", is_flag=True, help="Keep the throwaway home (its path is printed).")
+def demo(headless_seconds: float | None, keep: bool) -> None:
+    """Open the TUI on a throwaway home with a demo server and a scripted agent."""
+    root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
+    try:
+        prepare_home(root)
+        run = DemoRun(root)
+        try:
+            if headless_seconds is not None:
+                time.sleep(headless_seconds)
+                _print_receipts(root)
+            else:
+                _run_tui(root, run)
+        finally:
+            run.stop()
+    finally:
+        if keep:
+            click.echo(f"demo home kept at {root}", err=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_tui(root: Path, run: DemoRun) -> None:
+    from chit.home import Home
+    from chit.tui.app import ChitApp
+    from chit.tui.backend import Backend, Mode
+    from chit.tui.config import TuiSettings
+
+    mode = Mode(
+        banner="Demo: throwaway home, in-memory key store (CHIT_KEY_STORE=memory);"
+        " everything vanishes when you quit.",
+        note="demo",
+    )
+    ChitApp(Backend(Home(root), mode, run.host), TuiSettings(), tick=1.0).run()
+
+
+def _print_receipts(root: Path) -> None:
+    from chit.home import Home
+    from chit.store import Store
+
+    with Store.open(Home(root)) as store:
+        for r in store.receipts.list(limit=100).items:
+            click.echo(
+                f"{r.receipt_id}\t{r.state.value}\t{r.tool}\t{r.work_ref or '-'}\t{r.purpose or ''}"
+            )
+        for rec in store.work.list():
+            click.echo(
+                f"work\t{rec.id}\t{rec.status}\t{rec.title}\t{len(store.work.notes(rec.id))} notes"
+            )
+
+
+COMMANDS = [demo]

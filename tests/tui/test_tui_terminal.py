@@ -1,0 +1,80 @@
+"""A real terminal: tmux runs ``chit demo``; we press keys and read the pane like a person."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def session() -> Iterator[str]:
+    name = f"chit-test-{uuid.uuid4().hex[:8]}"
+    # env -u: a COLUMNS/LINES inherited from the test process would pin the size at 80×24.
+    command = f"env -u COLUMNS -u LINES {sys.executable} -m chit demo"
+    _tmux(
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        "140",
+        "-y",
+        "40",
+        "-e",
+        "TERM=xterm-256color",
+        command,
+    )
+    # Detached sessions may ignore -x/-y (tmux's default-size wins): size it explicitly.
+    subprocess.run(
+        ["tmux", "resize-window", "-t", name, "-x", "140", "-y", "40"], capture_output=True
+    )
+    try:
+        yield name
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def _wait_for(session: str, text: str, timeout: float = 40.0) -> str:
+    deadline = time.monotonic() + timeout
+    pane = ""
+    while time.monotonic() < deadline:
+        pane = _tmux("capture-pane", "-p", "-t", session)
+        if text in pane:
+            return pane
+        time.sleep(0.3)
+    raise AssertionError(f"{text!r} never appeared; the pane showed:\n{pane}")
+
+
+def test_demo_shows_live_receipts_and_the_inbox(session: str) -> None:
+    _wait_for(session, "in-memory key store")  # the demo says so in a banner
+    _wait_for(session, "Quarterly report")  # a work record the agent opened via the sidecar
+    pane = _wait_for(session, "INPUT")  # confirm_delete asks before deleting
+    assert "demo/confirm_de" in pane  # the tool column is 16 wide
+    _tmux("send-keys", "-t", session, "i")
+    pane = _wait_for(session, "Inbox: input required")
+    assert "confirm_delete" in pane
+    _tmux("send-keys", "-t", session, "Enter")
+    pane = _wait_for(session, "Decline")
+    # One key at a time: ESC followed at once by a key reads as Alt+key in a terminal.
+    for key in ("Escape", "Escape", "q"):
+        time.sleep(0.6)
+        _tmux("send-keys", "-t", session, key)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError("chit demo did not exit on q")
