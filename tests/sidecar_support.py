@@ -125,3 +125,36 @@ def stop(proc: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def check_crash_invariants(db_path: Path, acked: dict[tuple[str, str], str]) -> None:
+    """After a crash: the store is sound and every acknowledged start survived, alone.
+
+    ``acked`` maps (principal, idempotency key) to the item id the caller received. The
+    checks: ``quick_check`` ok; each acknowledged key has its start intent with that item
+    id, and the item its anchor; no anchor without its start intent; no intent without
+    its anchor; no duplicate (principal, idempotency key).
+    """
+    with SidecarStore.open(db_path) as sc:
+        assert sc.quick_check() == ["ok"]
+        db = sc.db
+        rows = db.execute(
+            "SELECT i.principal, i.idempotency_key, i.item_id, a.item_id FROM intents i"
+            " LEFT JOIN anchors a ON a.item_id = i.item_id WHERE i.kind = 'start'"
+        ).fetchall()
+        have = {(p, k): i for p, k, i, anchor in rows if anchor is not None}
+        lost = {k: v for k, v in acked.items() if have.get(k) != v}
+        assert not lost, f"acknowledged starts lost or changed: {list(lost)[:5]}"
+        orphan_anchors = db.execute(
+            "SELECT count(*) FROM anchors a WHERE NOT EXISTS (SELECT 1 FROM intents i"
+            " WHERE i.item_id = a.item_id AND i.kind = 'start')"
+        ).fetchone()[0]
+        orphan_intents = db.execute(
+            "SELECT count(*) FROM intents i WHERE NOT EXISTS"
+            " (SELECT 1 FROM anchors a WHERE a.item_id = i.item_id)"
+        ).fetchone()[0]
+        dupes = db.execute(
+            "SELECT count(*) FROM (SELECT principal, idempotency_key FROM intents"
+            " WHERE idempotency_key IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1)"
+        ).fetchone()[0]
+        assert (orphan_anchors, orphan_intents, dupes) == (0, 0, 0)

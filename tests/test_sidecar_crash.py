@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from chit.sidecar.anchors import SidecarStore
-from tests.sidecar_support import make_home
+from tests.sidecar_support import check_crash_invariants, make_home
 
 ROUNDS = int(os.environ.get("CHIT_CRASH_ROUNDS", "30"))
 
@@ -34,31 +34,6 @@ def _acks(text: str) -> dict[str, str]:
             acked[parts[1]] = parts[2]
         assert not line.startswith("MISMATCH"), line
     return acked
-
-
-def _check(db_path: Path, acked: dict[tuple[str, str], str]) -> None:
-    with SidecarStore.open(db_path) as store:
-        assert store.quick_check() == ["ok"]
-        db = store.db
-        rows = db.execute(
-            "SELECT principal, idempotency_key, item_id FROM intents WHERE kind = 'start'"
-        ).fetchall()
-        have = {(p, k): i for p, k, i in rows}
-        lost = {k: v for k, v in acked.items() if have.get(k) != v}
-        assert not lost, f"acknowledged starts lost or changed: {list(lost)[:5]}"
-        orphan_anchors = db.execute(
-            "SELECT count(*) FROM anchors a WHERE NOT EXISTS (SELECT 1 FROM intents i"
-            " WHERE i.item_id = a.item_id AND i.kind = 'start')"
-        ).fetchone()[0]
-        orphan_intents = db.execute(
-            "SELECT count(*) FROM intents i WHERE NOT EXISTS"
-            " (SELECT 1 FROM anchors a WHERE a.item_id = i.item_id)"
-        ).fetchone()[0]
-        dupes = db.execute(
-            "SELECT count(*) FROM (SELECT principal, idempotency_key FROM intents"
-            " WHERE idempotency_key IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1)"
-        ).fetchone()[0]
-        assert (orphan_anchors, orphan_intents, dupes) == (0, 0, 0)
 
 
 def _writer(db_path: Path, principal: str, prefix: str, replay: list[str], fd: int) -> None:
@@ -112,5 +87,5 @@ def test_sigkill_during_open_work_loop(tmp_path: Path) -> None:
             with reader:
                 for key, item in _acks(reader.read()).items():
                     acked[(principal, key)] = item
-        _check(db_path, acked)
+        check_crash_invariants(db_path, acked)
     assert len(acked) > ROUNDS  # the writers really wrote between kills
