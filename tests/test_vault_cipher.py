@@ -198,3 +198,20 @@ def test_handle_never_reaches_the_logs(caplog: pytest.LogCaptureFixture) -> None
     assert vault.fingerprint(HANDLE) in caplog.text  # what logs carry instead
     assert vault.kid.hex() in caplog.text
     assert len(caplog.records) >= 4
+
+
+def test_digest_key_is_a_stable_subkey_distinct_from_the_others() -> None:
+    import hashlib
+    import hmac
+
+    key = bytes(range(32))
+    vault = Vault.unlock(MemoryKeyStore(key), None)
+    dk = vault.digest_key()
+    assert len(dk) == 32 and dk == vault.digest_key()
+    assert Vault.unlock(MemoryKeyStore(key), None).digest_key() == dk  # same key → same subkey
+    assert Vault.unlock(MemoryKeyStore(), None).digest_key() != dk
+    assert dk != key and vault.kid not in dk
+    # not the fingerprint subkey: fingerprints are not digests under the same key
+    fp_of = hmac.new(dk, HANDLE.encode(), hashlib.sha256).hexdigest()[:12]
+    assert vault.fingerprint(HANDLE) != fp_of
+    assert dk.hex() not in repr(vault)

@@ -8,7 +8,9 @@
 * :class:`LegacyInbox` — 2025 prompts received on an open ``tasks/result``.
 """
 
-from chit.reconcile.checks import evaluate, parse_check, validate_answer
+# Re-exported for callers that validate before they reach the engine (the TUI's forms).
+from chit.receipts.acceptance import parse_check
+from chit.receipts.answers import validate_answer
 from chit.reconcile.connections import ClientOptions, ConnectionPool, SpecResolver
 from chit.reconcile.handles import HandleBook, HandleUnavailable, handle_aad
 from chit.reconcile.inbox import LegacyInbox, answer_status
@@ -29,7 +31,6 @@ __all__ = [
     "SpecResolver",
     "acceptance_event",
     "answer_status",
-    "evaluate",
     "failure_event",
     "handle_aad",
     "parse_check",

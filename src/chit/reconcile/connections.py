@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +19,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from chit import clock
+from chit.reconcile.limits import PriorityLimiter
 from chit.tasks.client import (
     HintCallback,
     InputHandler,
@@ -58,7 +59,7 @@ class ClientOptions:
 
 @dataclass
 class _Conn:
-    limiter: anyio.CapacityLimiter
+    limiter: PriorityLimiter
     client: TaskClient | None = None
     stop: anyio.Event = field(default_factory=anyio.Event)
     closed: anyio.Event = field(default_factory=anyio.Event)
@@ -92,16 +93,32 @@ class ConnectionPool:
     def _conn(self, server: str) -> _Conn:
         conn = self._conns.get(server)
         if conn is None:
-            conn = _Conn(limiter=anyio.CapacityLimiter(self.options.max_concurrency))
+            conn = _Conn(limiter=PriorityLimiter(self.options.max_concurrency))
             conn.closed.set()  # no owner task yet: nothing to wait for on close
             self._conns[server] = conn
         return conn
 
     @asynccontextmanager
-    async def limit(self, server: str) -> AsyncIterator[None]:
-        """Hold one of the server's concurrency slots for the block."""
-        async with self._conn(server).limiter:
+    async def limit(
+        self, server: str, *, urgent: bool = False, key: Hashable | None = None
+    ) -> AsyncIterator[None]:
+        """Hold one of the server's concurrency slots for the block.
+
+        ``urgent`` (a hint-triggered check) is served before every ordinary waiter;
+        ``key`` lets :meth:`promote` find this waiter while it is queued.
+        """
+        async with self._conn(server).limiter.hold(urgent=urgent, key=key):
             yield
+
+    def promote(self, server: str, key: Hashable) -> bool:
+        """Make a queued check urgent; True when it had not started yet."""
+        conn = self._conns.get(server)
+        return conn is not None and conn.limiter.promote(key)
+
+    def current(self, server: str) -> TaskClient | None:
+        """The connected client of ``server`` right now (None while disconnected)."""
+        conn = self._conns.get(server)
+        return conn.client if conn is not None else None
 
     async def get(self, server: str) -> TaskClient:
         """Return the connected client for ``server``, connecting if needed.

@@ -52,13 +52,15 @@ class LegacyInbox:
         *,
         answer_wait_s: float = 300.0,
         redeliver_wait_s: float = 10.0,
+        digest_key: bytes | None = None,
     ) -> None:
-        """Create the inbox; watchers run in ``tg``."""
+        """Create the inbox; watchers run in ``tg``; results are digested with ``digest_key``."""
         self._writer = writer
         self._pool = pool
         self._tg = tg
         self.answer_wait_s = answer_wait_s
         self.redeliver_wait_s = redeliver_wait_s
+        self.digest_key = digest_key
         self._watches: dict[str, _Watch] = {}
         self._answers: dict[tuple[str, str], ElicitResult] = {}
         self._waiters: dict[tuple[str, str], anyio.Event] = {}
@@ -117,7 +119,7 @@ class LegacyInbox:
                 outcome = await client.result(
                     task_id, on_input=handler, timeout=self._pool.options.result_timeout
                 )
-                self._writer.apply(rid, [outcome_event(outcome)])
+                self._writer.apply(rid, [outcome_event(outcome, self.digest_key)])
         except TaskError as exc:
             # The regular poll records the retrieval condition; this is only the prompt path.
             log.info("tasks/result watcher for %s ended: %s", rid, exc.failure_class)

@@ -96,13 +96,18 @@ def result_event(
     *,
     status: LifecycleState | None = None,
     source: ObservationSource = ObservationSource.RESULT,
+    digest_key: bytes | None = None,
 ) -> ResultObserved:
-    """Digest and summarise a result (or a JSON-RPC error) into a ``ResultObserved``."""
+    """Digest and summarise a result (or a JSON-RPC error) into a ``ResultObserved``.
+
+    ``digest_key`` (the vault's ``digest_key()``) makes the digest a keyed HMAC, which
+    cannot be checked against guessed results without the key.
+    """
     if error is not None:
         payload = error.model_dump(mode="json", exclude_none=True)
         return ResultObserved(
             is_error=True,
-            result_digest=result_digest(payload),
+            result_digest=result_digest(payload, key=digest_key),
             summary=summarize_result(error.message),
             error_code=error.code,
             error_message=error.message,
@@ -113,7 +118,7 @@ def result_event(
     data = result_json(result) if result is not None else {"content": []}
     return ResultObserved(
         is_error=bool(data.get("isError")),
-        result_digest=result_digest(data),
+        result_digest=result_digest(data, key=digest_key),
         summary=summarize_result(data),
         structured_keys=structured_keys(data),
         status=status,
@@ -121,9 +126,14 @@ def result_event(
     )
 
 
-def outcome_event(outcome: TaskOutcome) -> ResultObserved:
+def outcome_event(outcome: TaskOutcome, digest_key: bytes | None = None) -> ResultObserved:
     """A ``ResultObserved`` for a 2025 ``tasks/result`` outcome (status included)."""
-    return result_event(outcome.result, outcome.error, status=LifecycleState(outcome.status))
+    return result_event(
+        outcome.result,
+        outcome.error,
+        status=LifecycleState(outcome.status),
+        digest_key=digest_key,
+    )
 
 
 def failure_class_of(code: int) -> FailureClass:

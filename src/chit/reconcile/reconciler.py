@@ -33,11 +33,12 @@ from chit.receipts import (
     RetrievalFailed,
     TaskProtocol,
 )
-from chit.reconcile.checks import evaluate
+from chit.receipts.acceptance import evaluate, parse_check
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.handles import HandleBook, HandleUnavailable
 from chit.reconcile.inbox import LegacyInbox
 from chit.reconcile.outcomes import result_event, result_json, status_event
+from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.writer import ReceiptWriter
 from chit.store.db import fetch_all
 from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
@@ -82,7 +83,7 @@ def acceptance_event(receipt: Receipt, result: dict[str, Any] | None) -> Accepta
             automatic=True,
             source=ObservationSource.RESULT,
         )
-    verdict = evaluate(check, result)
+    verdict = evaluate(parse_check(check), result)
     return AcceptanceDecided(
         state=AcceptanceState.ACCEPTED if verdict.accepted else AcceptanceState.REJECTED,
         check=check,
@@ -110,8 +111,11 @@ class Reconciler:
         self.handles = handles
         self.pool = pool
         self.inbox = inbox
+        self.push = PushSubscriptions(pool, tg)
+        self.digest_key = handles.vault.digest_key()
         self._tg = tg
         self._inflight: set[str] = set()
+        self._queued: dict[str, str] = {}  # receipt id → server, while waiting for a slot
         self._again: set[str] = set()
         self._hinted: set[str] = set()
         self._wake = anyio.Event()
@@ -124,6 +128,9 @@ class Reconciler:
         receipt_id = self.handles.receipt_for(task_id)
         if receipt_id is None:
             return
+        server = self._queued.get(receipt_id)
+        if server is not None and self.pool.promote(server, receipt_id):
+            return  # its check has not asked yet: it will see the change, and go first
         self._hinted.add(receipt_id)
         self._wake.set()
 
@@ -161,7 +168,10 @@ class Reconciler:
         """Start checks for ``receipt_ids`` in the background (coalescing repeats)."""
         for rid in receipt_ids:
             if rid in self._inflight:
-                self._again.add(rid)
+                # Only news coalesces into one more check; a due poll of a receipt
+                # already being checked is that check (it sets the next due time).
+                if source is not ObservationSource.POLL:
+                    self._again.add(rid)
                 continue
             self._inflight.add(rid)
             self._tg.start_soon(self._check_loop, rid, source)
@@ -223,20 +233,34 @@ class Reconciler:
             event = RetrievalFailed(
                 condition=RetrievalCondition.INCOMPATIBLE, message=str(exc), source=source
             )
-            return self.writer.apply(receipt_id, [event])
+            return await self.writer.submit(receipt_id, [event], base=receipt)
+        hinted = source is ObservationSource.NOTIFICATION
         try:
-            async with self.pool.limit(receipt.server):
-                client = await self.pool.get(receipt.server)
-                events = await self._observe(client, receipt, task_id, source)
+            events = await self._ask(receipt, task_id, source, urgent=hinted)
         except TaskError as exc:
             if exc.failure_class == "transient":
                 self.pool.broken(receipt.server)
-            return self.writer.apply(receipt_id, [failure_event(exc, source)])
+            return await self.writer.submit(receipt_id, [failure_event(exc, source)], base=receipt)
         self.pool.succeeded(receipt.server)
-        after = self.writer.apply(receipt_id, events)
+        # A hint that found nothing new writes nothing: the schedule stays as it was.
+        after = await self.writer.submit(receipt_id, events, base=receipt, skip_freshness=hinted)
+        self.push.track(after.server, task_id, live=not after.is_terminal)
         if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
             self.inbox.ensure_watch(after, task_id)
         return after
+
+    async def _ask(
+        self, receipt: Receipt, task_id: str, source: ObservationSource, *, urgent: bool
+    ) -> list[Event]:
+        rid = receipt.receipt_id
+        self._queued[rid] = receipt.server
+        try:
+            async with self.pool.limit(receipt.server, urgent=urgent, key=rid):
+                self._queued.pop(rid, None)
+                client = await self.pool.get(receipt.server)
+                return await self._observe(client, receipt, task_id, source)
+        finally:
+            self._queued.pop(rid, None)
 
     async def _observe(
         self, client: TaskClient, receipt: Receipt, task_id: str, source: ObservationSource
@@ -273,7 +297,9 @@ class Reconciler:
                 return [failure_event(exc, ObservationSource.RESULT)]
         if outcome.result is None and outcome.error is None:
             return []
-        events: list[Event] = [result_event(outcome.result, outcome.error)]
+        events: list[Event] = [
+            result_event(outcome.result, outcome.error, digest_key=self.digest_key)
+        ]
         raw = result_json(outcome.result) if outcome.result is not None else None
         verdict = acceptance_event(receipt, raw)
         if verdict is not None:

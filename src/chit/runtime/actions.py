@@ -5,6 +5,7 @@ Mixed into :class:`chit.runtime.Supervisor`; every method runs on its event loop
 
 from __future__ import annotations
 
+import hmac
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,8 +36,9 @@ from chit.receipts import (
     open_receipt,
     sync_receipt,
 )
+from chit.receipts.acceptance import parse_check
+from chit.receipts.answers import validate_answer
 from chit.reconcile import acceptance_event, handle_aad, result_event, result_json, status_event
-from chit.reconcile.checks import parse_check, validate_answer
 from chit.reconcile.inbox import answer_status
 from chit.reconcile.writer import ReceiptWriter
 from chit.servers.tools import ServerProtocolError, ServerUnreachable
@@ -76,6 +78,20 @@ class Actions:
     inbox: LegacyInbox
     reconciler: Reconciler
     _sending: set[str]
+
+    def arguments_digest(self, arguments: dict[str, Any]) -> str:
+        """The keyed digest a call's arguments are recorded under (never the values)."""
+        return args_digest(arguments, key=self.handles.vault.digest_key())
+
+    def same_arguments(self, arguments: dict[str, Any], recorded: str) -> bool:
+        """True when ``arguments`` are the ones a stored digest was made of.
+
+        Intents recorded before digests were keyed carry a plain ``sha256:`` digest;
+        they are compared the same way, so their retries keep working.
+        """
+        if recorded.startswith("sha256:"):
+            return hmac.compare_digest(args_digest(arguments), recorded)
+        return hmac.compare_digest(self.arguments_digest(arguments), recorded)
 
     async def _client(self, server: str) -> TaskClient:
         try:
@@ -118,7 +134,7 @@ class Actions:
         tr = sync_receipt(
             intent,
             receipt_id=rid,
-            result=result_event(started.result, None),
+            result=result_event(started.result, None, digest_key=self.handles.vault.digest_key()),
             now=now,
             not_task_reason=started.reason.value,
             acceptance_check=accept_if,
@@ -209,7 +225,7 @@ class Actions:
             request_key=new_request_key(now),
             server=server,
             tool=tool,
-            args_digest=args_digest(args),
+            args_digest=self.arguments_digest(args),
             now=now,
             purpose=purpose,
             work_ref=work_ref,

@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 from chit import clock
 from chit.errors import Conflict, UsageError
 from chit.home import Home
-from chit.receipts import IntentState, ObservationSource, Receipt, RetrievalCondition, args_digest
+from chit.receipts import IntentState, ObservationSource, Receipt, RetrievalCondition
 from chit.reconcile import (
     ClientOptions,
     ConnectionPool,
@@ -99,6 +99,7 @@ class Supervisor(Actions):
             tg,
             answer_wait_s=options.answer_wait_s,
             redeliver_wait_s=options.redeliver_wait_s,
+            digest_key=vault.digest_key(),
         )
         self.reconciler = Reconciler(self.writer, self.handles, self.pool, self.inbox, tg)
         self.lease = Lease(
@@ -198,7 +199,7 @@ class Supervisor(Actions):
         if intent.state is not IntentState.UNKNOWN:
             raise Conflict(f"intent {request_key} is {intent.state}; only unknown intents retry")
         args = dict(arguments or {})
-        if args_digest(args) != intent.args_digest:
+        if not self.same_arguments(args, intent.args_digest):
             raise UsageError("the arguments differ from the original call (digest mismatch)")
         await self._client(intent.server)
         sending = self.store.intents.mark(request_key, IntentState.SENDING, bump_attempts=True)

@@ -31,6 +31,7 @@ _HEADER = 1 + KID_BYTES + NONCE_BYTES
 # different purposes.
 _KID_LABEL = b"chit key id v1"
 _FP_LABEL = b"chit fingerprint key v1"
+_DIGEST_LABEL = b"chit digest key v1"
 
 
 def kid_of(key: bytes) -> bytes:
@@ -64,7 +65,7 @@ class Vault:
         store_name: Where the key lives (for messages and ``chit doctor``).
     """
 
-    __slots__ = ("_aead", "_fp_key", "kid", "store_name")
+    __slots__ = ("_aead", "_digest_key", "_fp_key", "kid", "store_name")
 
     def __init__(self, key: bytes, store_name: str) -> None:
         if len(key) != KEY_BYTES:
@@ -75,6 +76,7 @@ class Vault:
             )
         self._aead = AESGCM(key)
         self._fp_key = hmac.new(key, _FP_LABEL, hashlib.sha256).digest()
+        self._digest_key = hmac.new(key, _DIGEST_LABEL, hashlib.sha256).digest()
         self.kid = kid_of(key)
         self.store_name = store_name
 
@@ -173,6 +175,17 @@ class Vault:
         against guesses.
         """
         return hmac.new(self._fp_key, secret.encode("utf-8"), hashlib.sha256).hexdigest()[:12]
+
+    def digest_key(self) -> bytes:
+        """Return the 32-byte subkey for keyed argument and result digests.
+
+        Derived from the data key under its own label, so it is stable for this key,
+        distinct from the fingerprint subkey and the key id, and reveals nothing about
+        the data key. Pass it as ``key`` to ``args_digest``/``result_digest``: a plain
+        SHA-256 of small arguments (``{"confirm": true}``) can be guessed, a keyed one
+        cannot without the key.
+        """
+        return self._digest_key
 
     def __repr__(self) -> str:
         return f"Vault(kid={self.kid.hex()}, store={self.store_name!r})"
