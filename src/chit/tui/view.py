@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from chit.receipts import (
     InputRequest,
@@ -126,7 +127,7 @@ class Snapshot:
     more: bool = False
     loaded: int = 0
 
-    @property
+    @cached_property
     def receipts(self) -> tuple[Receipt, ...]:
         """Every loaded receipt, in display order."""
         return tuple(r for g in self.groups for r in g.receipts)

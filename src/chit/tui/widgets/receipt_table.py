@@ -15,6 +15,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
+from chit.receipts import Receipt
 from chit.tui.view import NO_WORK, Group, Snapshot, ago, countdown, near_expiry, observed
 from chit.tui.widgets.badges import CONDITION_STYLE, state_badge, styled
 
@@ -54,6 +55,7 @@ class ReceiptTable(DataTable[Text | str]):
         self._keys: list[str] = []
         self._purpose_width = 0
         self._snapshot: Snapshot | None = None
+        self._rebuilding = False
 
     def on_mount(self) -> None:
         self._columns_for(self.size.width or 80)
@@ -106,8 +108,7 @@ class ReceiptTable(DataTable[Text | str]):
             "",
         )
 
-    def _receipt_cells(self, snapshot: Snapshot, index: int) -> Cells:
-        receipt = snapshot.receipts[index]
+    def _receipt_cells(self, snapshot: Snapshot, receipt: Receipt) -> Cells:
         v = self.app.theme_variables
         text, condition = observed(receipt, snapshot.now)
         expiry = countdown(snapshot.now, receipt.expires_at) if not receipt.is_terminal else ""
@@ -129,12 +130,12 @@ class ReceiptTable(DataTable[Text | str]):
 
     def _rows(self, snapshot: Snapshot) -> list[tuple[str, Cells]]:
         rows: list[tuple[str, Cells]] = []
-        index = 0
         for group in snapshot.groups:
             rows.append((group_key(group.key or NO_WORK), self._group_cells(group)))
             for receipt in group.receipts:
-                rows.append((receipt_key(receipt.receipt_id), self._receipt_cells(snapshot, index)))
-                index += 1
+                rows.append(
+                    (receipt_key(receipt.receipt_id), self._receipt_cells(snapshot, receipt))
+                )
         return rows
 
     def show(self, snapshot: Snapshot) -> None:
@@ -149,10 +150,16 @@ class ReceiptTable(DataTable[Text | str]):
                     self.update_cell(key, column, value)
             return
         current = self.cursor_key
-        self.clear()
-        for key, cells in rows:
-            self.add_row(*cells, key=key)
-        self._keys = keys
+        # Rebuilding moves the cursor; that must not read as "reached the end" (which
+        # would page in the whole store).
+        self._rebuilding = True
+        try:
+            self.clear()
+            for key, cells in rows:
+                self.add_row(*cells, key=key)
+            self._keys = keys
+        finally:
+            self._rebuilding = False
         if current in keys:
             self.move_cursor(row=keys.index(current), animate=False)
         elif len(keys) > 1 and keys[0].startswith("w:"):
@@ -168,5 +175,7 @@ class ReceiptTable(DataTable[Text | str]):
     def watch_cursor_coordinate(self, old: Coordinate, new: Coordinate) -> None:
         super().watch_cursor_coordinate(old, new)
         snapshot = self._snapshot
-        if snapshot is not None and snapshot.more and self.cursor_row >= len(self._keys) - 1:
+        if self._rebuilding or snapshot is None or not snapshot.more or len(self._keys) < 2:
+            return
+        if self.cursor_row >= len(self._keys) - 1:
             self.post_message(self.EndReached())
