@@ -22,8 +22,10 @@ def _run(ctx: click.Context, readonly: bool) -> None:
 
 
 def open_default(ctx: click.Context) -> None:
-    """Open the TUI on the configured home (``CHIT_READONLY=1`` opens it read-only)."""
-    _run(ctx, readonly=os.environ.get("CHIT_READONLY", "") not in ("", "0"))
+    """Open the TUI on the configured home (``chit --readonly`` / ``CHIT_READONLY=1``)."""
+    obj = ctx.find_root().obj or {}
+    readonly = bool(obj.get("readonly")) or os.environ.get("CHIT_READONLY", "") not in ("", "0")
+    _run(ctx, readonly=readonly)
 
 
 @click.command("open")

@@ -54,11 +54,18 @@ def fail(message: str, code: ExitCode) -> None:
     envvar="CHIT_HOME",
     help="chit's home directory (default: $CHIT_HOME, else the user data dir).",
 )
+@click.option(
+    "--readonly",
+    is_flag=True,
+    envvar="CHIT_READONLY",
+    help="With no command: open the TUI to look only (no answer, cancel, accept or call).",
+)
 @click.pass_context
-def cli(ctx: click.Context, home: str | None) -> None:
-    """chit: durable work receipts for MCP tasks."""
+def cli(ctx: click.Context, home: str | None, readonly: bool) -> None:
+    """chit: durable work receipts for MCP tasks. With no command, opens the TUI."""
     ctx.ensure_object(dict)
     ctx.obj["home"] = home
+    ctx.obj["readonly"] = readonly
     if ctx.invoked_subcommand is None:
         from chit.cli.commands_open import open_default
 
