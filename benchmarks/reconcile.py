@@ -5,10 +5,15 @@ Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS]`` (default 2000 tasks 
 1. The engine: TASKS concurrent ``slow_compute`` tasks, reconciled by the Supervisor.
    Measures the time from "all completed on the server" (the newest terminal
    ``lastUpdatedAt``) to "all receipts terminal in the store", and client CPU per poll.
+   Run twice: with the write batcher switched off (every check its own transaction, the
+   engine as it was) and on.
 2. A bare loop: the same number of tasks on one ``TaskClient`` connection, polled with
    ``tasks/get`` on the same schedule policy (server hint within chit's floor), no store.
-3. Notification → store latency (2025 generation, whose demo server pushes status):
-   server change time → receipt committed, p50/p99.
+3. Notification → store latency, both generations (2025: the demo server pushes status
+   unasked; 2026: the engine subscribes with ``subscriptions/listen``): server change
+   time → receipt committed, p50/p99, batcher off and on.
+
+Everything is printed side by side in one table at the end.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E
 from chit import clock  # noqa: E402
 from chit.receipts import LifecycleState, effective_poll_ms  # noqa: E402
 from chit.runtime import Completed, EngineEvent  # noqa: E402
-from chit.tasks.client import TaskClient  # noqa: E402
+from chit.tasks.client import Mode, TaskClient  # noqa: E402
 
 
 async def _create_all(call: Any, n: int, limit: int = 32) -> None:
@@ -46,15 +51,19 @@ async def _create_all(call: Any, n: int, limit: int = 32) -> None:
             tg.start_soon(one, i)
 
 
-async def engine(tmp: Path, n: int, seconds: float) -> dict[str, float]:
+async def engine(tmp: Path, n: int, seconds: float, *, batch: bool) -> dict[str, float]:
     options = fast_options("2026")
-    async with supervisor(tmp / "home", {"demo": demo_stdio(tmp / "engine.db")}, options) as sup:
+    name = f"engine-{batch}"
+    async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
+        if not batch:
+            sup.writer.batch_window_s = 0.0
         t0 = time.perf_counter()
         await _create_all(
             lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}), n
         )
         created = time.perf_counter() - t0
         checks0, cpu0 = sup.reconciler.checks, time.process_time()
+        tx0 = sup.writer.transactions
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.run, stop)
@@ -64,6 +73,7 @@ async def engine(tmp: Path, n: int, seconds: float) -> dict[str, float]:
             stop.set()
         cpu = time.process_time() - cpu0
         polls = sup.reconciler.checks - checks0
+        transactions = sup.writer.transactions - tx0
         receipts = sup.store.receipts.list(limit=1000)
         server_done = _newest(sup, n)
         assert all(r.state is LifecycleState.COMPLETED for r in receipts.items)
@@ -72,6 +82,7 @@ async def engine(tmp: Path, n: int, seconds: float) -> dict[str, float]:
         "lag_s": (done_at - server_done).total_seconds(),
         "polls": polls,
         "cpu_ms_per_poll": 1000 * cpu / max(polls, 1),
+        "transactions": transactions,
     }
 
 
@@ -140,15 +151,20 @@ async def bare(tmp: Path, n: int, seconds: float) -> dict[str, float]:
     }
 
 
-async def notifications(tmp: Path, n: int, seconds: float) -> dict[str, float]:
+async def notifications(
+    tmp: Path, n: int, seconds: float, *, generation: Mode, batch: bool
+) -> dict[str, float]:
     latencies: list[float] = []
 
     def on_event(event: EngineEvent) -> None:
         if isinstance(event, Completed) and event.receipt.server_updated_at:
             latencies.append((clock.now() - event.receipt.server_updated_at).total_seconds())
 
-    options = fast_options("legacy")
-    async with supervisor(tmp / "nhome", {"demo": demo_stdio(tmp / "notify.db")}, options) as sup:
+    options = fast_options(generation)
+    name = f"notify-{generation}-{batch}"
+    async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
+        if not batch:
+            sup.writer.batch_window_s = 0.0
         sup.subscribe(on_event)
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -168,22 +184,49 @@ async def notifications(tmp: Path, n: int, seconds: float) -> dict[str, float]:
     }
 
 
+def _row(label: str, *cells: str) -> str:
+    return f"{label:<44}" + "".join(f"{c:>17}" for c in cells)
+
+
 async def main(n: int, seconds: float) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
-    e = await engine(tmp, n, seconds)
+    off = await engine(tmp, n, seconds, batch=False)
+    on = await engine(tmp, n, seconds, batch=True)
     b = await bare(tmp, n, seconds)
-    notify = await notifications(tmp, min(n, 200), seconds)
-    print(f"tasks {n}, {seconds} s each, demo-server over stdio, 2026 generation")
-    print(f"engine: created in {e['create_s']:.1f} s; lag after server done {e['lag_s']:.2f} s;")
-    print(f"        {e['polls']:.0f} checks, {e['cpu_ms_per_poll']:.2f} ms CPU per check")
-    print(f"bare:   lag after server done {b['lag_s']:.2f} s; {b['polls']:.0f} polls,")
-    print(f"        {b['cpu_ms_per_poll']:.2f} ms CPU per poll")
-    print(f"ratio (lag engine / bare): {e['lag_s'] / max(b['lag_s'], 1e-3):.2f}x")
-    print(f"ratio (CPU per poll engine / bare): {e['cpu_ms_per_poll'] / b['cpu_ms_per_poll']:.2f}x")
+    m = min(n, 200)
+    notify = {
+        (gen, batch): await notifications(tmp, m, seconds, generation=gen, batch=batch)
+        for gen in ("legacy", "2026")
+        for batch in (False, True)
+    }
+    print(f"tasks {n}, {seconds} s each, demo-server over stdio, 2026 generation, one connection")
+    print(_row("", "batcher off", "batcher on", "bare tasks/get"))
+    print(_row("server done -> all terminal (s)", *(f"{x['lag_s']:.2f}" for x in (off, on, b))))
     print(
-        f"notification -> store ({notify['count']:.0f} tasks, 2025): "
-        f"p50 {notify['p50_ms']:.0f} ms, p99 {notify['p99_ms']:.0f} ms"
+        _row(
+            "  ratio to bare (goal <= 1.3x)",
+            *(f"{x['lag_s'] / max(b['lag_s'], 1e-3):.2f}x" for x in (off, on)),
+            "1.00x",
+        )
     )
+    print(_row("checks / polls", *(f"{x['polls']:.0f}" for x in (off, on, b))))
+    print(_row("client CPU per check (ms)", *(f"{x['cpu_ms_per_poll']:.2f}" for x in (off, on, b))))
+    print(
+        _row(
+            "  ratio to bare",
+            *(f"{x['cpu_ms_per_poll'] / b['cpu_ms_per_poll']:.2f}x" for x in (off, on)),
+            "1.00x",
+        )
+    )
+    print(_row("write transactions", *(f"{x['transactions']:.0f}" for x in (off, on)), "-"))
+    print(_row(f"creating {n} tasks (s)", *(f"{x['create_s']:.1f}" for x in (off, on)), "-"))
+    for gen, label in (("legacy", "2025"), ("2026", "2026")):
+        cells = [
+            f"{notify[(gen, bt)]['p50_ms']:.0f} / {notify[(gen, bt)]['p99_ms']:.0f}"
+            for bt in (False, True)
+        ]
+        print(_row(f"notification -> store {label}, {m} tasks p50/p99 ms", *cells, "-"))
+    print("goal: notification -> store p99 < 100 ms")
 
 
 if __name__ == "__main__":

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from chit.cli.engine import parse_arguments, print_receipt, run_engine, wait_exit_code
+from chit.cli.engine import (
+    json_object,
+    parse_arguments,
+    print_receipt,
+    run_engine,
+    wait_exit_code,
+)
 from chit.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -114,14 +119,7 @@ def answer(
     """Answer a pending input request of RECEIPT (validated against its schema)."""
     if sum([answer_json is not None, decline, cancel_]) != 1:
         raise UsageError("give exactly one of --json '{…}', --decline or --cancel")
-    content: dict[str, Any] | None = None
-    if answer_json is not None:
-        try:
-            content = json.loads(answer_json)
-        except ValueError as exc:
-            raise UsageError(f"--json is not valid JSON: {exc}") from exc
-        if not isinstance(content, dict):
-            raise UsageError("--json must be a JSON object")
+    content = json_object(answer_json, "--json") if answer_json is not None else None
 
     async def work(sup: Supervisor) -> Receipt:
         return await sup.answer(receipt, key, content, decline=decline, cancel=cancel_)

@@ -66,17 +66,20 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group
 
 
+def json_object(text: str, option: str) -> dict[str, Any]:
+    """Parse an option's JSON object, or say which option is wrong and why (exit 2)."""
+    try:
+        loaded = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{option} is not valid JSON: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{option} must be a JSON object")
+    return loaded
+
+
 def parse_arguments(args_json: str | None, pairs: tuple[str, ...]) -> dict[str, Any]:
     """``--args JSON`` merged with ``--arg k=v`` (v parsed as JSON when it parses)."""
-    arguments: dict[str, Any] = {}
-    if args_json:
-        try:
-            loaded = json.loads(args_json)
-        except ValueError as exc:
-            raise UsageError(f"--args is not valid JSON: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise UsageError("--args must be a JSON object")
-        arguments.update(loaded)
+    arguments: dict[str, Any] = json_object(args_json, "--args") if args_json else {}
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep or not name:
