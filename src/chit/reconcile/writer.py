@@ -39,10 +39,10 @@ do not all poll in the same instant."""
 FRESHNESS = frozenset({"status_at", "next_check_at", "stale_after"})
 """Fields a check that saw nothing new still moves: bookkeeping, not news."""
 
-BATCH_WINDOW_S = 0.003
+BATCH_WINDOW_S = 0.01
 """How long the first write of a batch waits for others to join it. Checks finish in
-bursts (16 in flight per server); 3 ms gathers a burst without delaying a lone write
-noticeably."""
+bursts (16 in flight per server); 10 ms gathers ~5 checks per fsync under load (3 ms
+gathered 2.5) and stays far below the 100 ms notification → store budget."""
 
 MAX_BATCH = 256
 """Most receipts per transaction: bounds how long the write lock is held."""
