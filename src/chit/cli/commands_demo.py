@@ -27,6 +27,9 @@ def prepare_home(root: Path) -> None:
 
     os.environ["CHIT_HOME"] = str(root)
     os.environ["CHIT_KEY_STORE"] = "memory"
+    # The Supervisor hosts the sidecar executor (seed 000: the executor runs in the app);
+    # force it on, since the agent's first work_start creates sidecar.db only later.
+    os.environ["CHIT_SIDECAR_EXECUTOR"] = "1"
     home = Home(root).ensure()
     spec = ServerSpec(
         name="demo",
@@ -38,20 +41,15 @@ def prepare_home(root: Path) -> None:
 
 
 class DemoRun:
-    """The running demo: Supervisor, sidecar executor and the agent thread."""
+    """The running demo: the Supervisor (hosting the sidecar executor) and the agent thread."""
 
     def __init__(self, root: Path) -> None:
         from chit.demo.agent import DemoAgent
         from chit.home import Home
-        from chit.sidecar.executor import Executor, ExecutorThread
-        from chit.sidecar.owner import StaticOwnerResolver
         from chit.tui.host import SupervisorHost
 
         home = Home(root)
         self.host = SupervisorHost.start(home)
-        # The demo owns its throwaway home, so the account owner is fixed, not resolved.
-        owner = StaticOwnerResolver("demo-user")
-        self.executor = ExecutorThread(Executor(home, owner)).start()
         self.agent = DemoAgent(home, self._call)
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -65,10 +63,9 @@ class DemoRun:
         return self.host.call(server, tool, dict(args), purpose=purpose, work_ref=work)
 
     def stop(self) -> None:
-        """Stop the agent, the executor and the Supervisor."""
+        """Stop the agent and the Supervisor (and with it the executor)."""
         self._stop.set()
         self._thread.join(timeout=5)
-        self.executor.stop()
         self.host.close()
 
 
