@@ -228,3 +228,36 @@ def seed(root: Path, *, with_data: bool = True) -> Home:
             )
             store.receipts.insert(r, None, None, obs)
     return home
+
+
+APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Approve", "default": False},
+        "note": {"type": "string", "title": "Note", "maxLength": 40},
+    },
+    "required": ["approve"],
+}
+"""The schema of the seeded agent question (``work_ask``)."""
+
+
+def seed_question(
+    home: Home,
+    *,
+    schema: dict[str, Any] | None = APPROVE_SCHEMA,
+    decision_id: str = "dq_seeded",
+    asked: timedelta = timedelta(minutes=2),
+) -> str:
+    """Park a ``work_ask`` question about W-report in the sidecar store, ``asked`` ago."""
+    from chit import clock
+    from chit.sidecar.db import open_sidecar_db
+    from chit.sidecar.decisions import ask
+
+    db = open_sidecar_db(home.sidecar_db_path)
+    clock.freeze(NOW - asked)
+    try:
+        question = "Send the Q1 report to the board now?"
+        return ask(db, "agent", "W-report", question, schema, decision_id=decision_id).id
+    finally:
+        clock.freeze(NOW)
+        db.close()

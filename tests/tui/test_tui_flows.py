@@ -99,7 +99,7 @@ async def test_answer_prompt_with_validation(app: ChitApp, fake: FakeSupervisor)
         await pilot.press("ctrl+s")
         await settle(pilot)
         text = screen_text(app)
-        assert "not an e-mail address" in text
+        assert "not a valid email address" in text
         assert "must be at most 5" in text
         screen.query_one("#field-0", Input).value = "ada@example.com"
         screen.query_one("#field-1", Input).value = "2"

@@ -16,7 +16,7 @@ from textual.widgets import Select
 from chit.tui.backend import Mode
 from tests.tui.conftest import FakeSupervisor, make_app
 from tests.tui.helpers import quiet, select, settle
-from tests.tui.seed import rid
+from tests.tui.seed import rid, seed_question
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
@@ -46,14 +46,16 @@ def test_detail_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
 
 @pytest.mark.parametrize("size", SIZES)
 def test_inbox(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
-    """The inbox lists both pending prompts, oldest first."""
+    """The inbox lists both pending prompts and an agent's question, oldest first."""
+    app = _app(tmp_path)
+    seed_question(app.backend.home)
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
         await pilot.press("i")
         await quiet(pilot)
 
-    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", SIZES)

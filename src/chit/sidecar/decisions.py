@@ -17,6 +17,8 @@ import sqlite_utils
 
 from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
+from chit.home import Home
+from chit.sidecar.db import open_sidecar_db
 from chit.store import immediate
 from chit.store.db import fetch_all, fetch_one, write
 
@@ -156,3 +158,53 @@ def cancel(db: sqlite_utils.Database, decision_id: str) -> bool:
             ).rowcount
             > 0
         )
+
+
+# --- one call per question, for readers that hold no sidecar connection (the TUI) -----
+
+
+def open_decisions(home: Home) -> list[Decision]:
+    """Pending decisions of ``home``'s sidecar (oldest first); none when it has no sidecar.
+
+    Opens and closes its own connection, so any thread may call it. A home that never
+    ran the sidecar has no sidecar file, and reading must not create one.
+    """
+    if not home.sidecar_db_path.exists():
+        return []
+    db = open_sidecar_db(home.sidecar_db_path)
+    try:
+        return pending(db)
+    finally:
+        db.close()
+
+
+def answer_decision(home: Home, decision_id: str, answer: Any) -> Decision:
+    """:func:`decide` on ``home``'s sidecar store, on a connection of its own.
+
+    Raises:
+        NotFound: no such decision (or no sidecar store).
+        Conflict: it was answered or cancelled already.
+        UsageError: the answer does not fit the question's schema.
+    """
+    if not home.sidecar_db_path.exists():
+        raise NotFound(f"no decision {decision_id}: this home has no sidecar store")
+    db = open_sidecar_db(home.sidecar_db_path)
+    try:
+        return decide(db, decision_id, answer)
+    finally:
+        db.close()
+
+
+def withdraw_decision(home: Home, decision_id: str) -> bool:
+    """:func:`cancel` on ``home``'s sidecar store: the asking task ends as cancelled.
+
+    Returns:
+        False when the decision was no longer pending (or does not exist).
+    """
+    if not home.sidecar_db_path.exists():
+        return False
+    db = open_sidecar_db(home.sidecar_db_path)
+    try:
+        return cancel(db, decision_id)
+    finally:
+        db.close()

@@ -13,6 +13,7 @@ from chit.receipts import Receipt
 
 if TYPE_CHECKING:
     from chit.tui.app import ChitApp
+    from chit.tui.view import Question
 
 MUTATING = {"answer", "cancel_task", "accept", "reject", "new_call"}
 """Actions that change something: greyed out while read-only."""
@@ -100,8 +101,14 @@ class ActionsMixin:
     # ---------------------------------------------------------------- receipts
     def action_answer(self, key: str | None = None) -> None:
         """Answer a pending prompt of the selected receipt."""
-        from chit.tui.screens.answer import AnswerScreen
+        from chit.tui.screens.answer import AnswerScreen, Ask
+        from chit.tui.screens.inbox import InboxScreen
 
+        screen = self._app().screen
+        if key is None and isinstance(screen, InboxScreen):
+            # In the inbox the highlighted row may be an agent question, not a receipt.
+            screen.action_answer_selected()
+            return
         receipt = self._need(self.selected(), "answer")
         if receipt is None:
             return
@@ -126,7 +133,46 @@ class ActionsMixin:
                 done=self._done(f"Answer sent ({action})"),
             )
 
-        app.push_screen(AnswerScreen(receipt, request), send)
+        app.push_screen(AnswerScreen(Ask.for_request(receipt, request)), send)
+
+    def answer_question(self, question: Question) -> None:
+        """Answer an agent's ``work_ask`` question with the same form and rules.
+
+        Accept sends the content to the sidecar (a schemaless question gets the text of
+        its one field); decline and cancel both withdraw it, which is the one way the
+        sidecar has to end a question without an answer.
+        """
+        from chit.tui.screens.answer import FREE_TEXT, AnswerScreen, Ask
+
+        app = self._app()
+        if app.readonly:
+            app.notify("read-only: cannot answer", severity="warning")
+            return
+
+        def send(result: tuple[str, dict[str, Any] | None] | None) -> None:
+            if result is None:
+                return
+            action, content = result
+            if action != "accept":
+                app.submit(
+                    app.backend.withdraw,
+                    question.decision_id,
+                    description="Withdraw question",
+                    done=self._done(f"Question withdrawn ({action})"),
+                )
+                return
+            answer: Any = content
+            if question.schema is None and content is not None:
+                answer = content.get(FREE_TEXT)
+            app.submit(
+                app.backend.decide,
+                question.decision_id,
+                answer,
+                description="Answer question",
+                done=self._done("Answer sent to the agent"),
+            )
+
+        app.push_screen(AnswerScreen(Ask.for_question(question)), send)
 
     def action_cancel_task(self) -> None:
         """Ask for confirmation, then ask the server to cancel the selected task."""

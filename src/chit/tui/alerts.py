@@ -42,6 +42,8 @@ class AlertTracker:
         """Return the alerts for what changed since the previous snapshot."""
         alerts: list[Alert] = []
         prompts = {(p.receipt.receipt_id, p.request.key) for p in snapshot.prompts}
+        # Agents' questions share the set under a key no receipt id can take.
+        prompts |= {("ask", q.decision_id) for q in snapshot.questions}
         if not self.primed:
             self.primed = True
             if prompts:
@@ -59,6 +61,10 @@ class AlertTracker:
                     alerts.append(
                         Alert("Input required", f"{_name(prompt.receipt)}: {text}", "warning")
                     )
+            for question in snapshot.questions:
+                if ("ask", question.decision_id) not in self.prompts:
+                    text = f"{question.work_label}: {question.question}"
+                    alerts.append(Alert("Agent question", text, "warning"))
         self.prompts = prompts
         for receipt in snapshot.receipts:
             before = self.states.get(receipt.receipt_id)

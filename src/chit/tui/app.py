@@ -144,8 +144,9 @@ class ChitApp(ActionsMixin, App[None]):
         description="Reading receipts",
     )
     def _load(self, query: Query, pages: int) -> None:
+        decisions = self.backend.questions()
         with self.backend.store() as store:
-            snapshot = load_snapshot(store, query, clock.now(), pages)
+            snapshot = load_snapshot(store, query, clock.now(), pages, decisions)
         # post_message, not call_from_thread: a blocking hop would deadlock with an app
         # that is shutting down and waiting for this very worker.
         if not get_current_worker().is_cancelled:

@@ -70,6 +70,20 @@ class Backend:
         finally:
             store.close()
 
+    def questions(self) -> list[Any]:
+        """Pending ``work_ask`` decisions (``chit.sidecar.decisions.Decision``), oldest first.
+
+        An unreadable sidecar store must not blank the receipts, so its errors are logged
+        and read as "no questions".
+        """
+        from chit.sidecar.decisions import open_decisions
+
+        try:
+            return open_decisions(self.home)
+        except ChitError:
+            log.warning("sidecar decisions unreadable", exc_info=True)
+            return []
+
     def subscribe(self, callback: Callable[[Any], None]) -> None:
         """Forward the Supervisor's events to ``callback`` (no-op without one)."""
         if self.supervisor is not None and hasattr(self.supervisor, "subscribe"):
@@ -91,6 +105,21 @@ class Backend:
     ) -> None:
         """Answer (``accept``), decline or cancel one pending input request."""
         self._supervisor("answer").answer(receipt_id, key, action, content)
+
+    def decide(self, decision_id: str, answer: Any) -> None:
+        """Answer an agent's ``work_ask`` question; its task completes with ``answer``."""
+        from chit.sidecar.decisions import answer_decision
+
+        self._guard("answer")
+        answer_decision(self.home, decision_id, answer)
+
+    def withdraw(self, decision_id: str) -> None:
+        """Decline an agent's question: the sidecar cancels it and the asking task ends."""
+        from chit.sidecar.decisions import withdraw_decision
+
+        self._guard("answer")
+        if not withdraw_decision(self.home, decision_id):
+            raise Conflict(f"decision {decision_id} is no longer pending")
 
     def cancel(self, receipt_id: str) -> None:
         """Ask the server to cancel the task (the posture records request and outcome)."""

@@ -9,10 +9,13 @@ ever read, so a home with 100,000 receipts costs the same as one with a hundred.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
+from typing import Any
 
+from chit import clock
 from chit.receipts import (
     InputRequest,
     LifecycleState,
@@ -115,6 +118,32 @@ class Prompt:
 
 
 @dataclass(frozen=True)
+class Question:
+    """A ``work_ask`` question an agent parked in the sidecar, with its work record.
+
+    Attributes:
+        decision_id: the sidecar's decision id (answer / withdraw by it).
+        item_id: the work record the question is about.
+        question: what the agent asked.
+        schema: the answer's JSON schema (None: a free-text answer).
+        asked_at: when it was asked.
+        record: the work record, when the library has it.
+    """
+
+    decision_id: str
+    item_id: str
+    question: str
+    schema: dict[str, Any] | None
+    asked_at: datetime
+    record: WorkRecord | None = None
+
+    @property
+    def work_label(self) -> str:
+        """The work record's title, else its id."""
+        return self.record.title if self.record is not None else self.item_id
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything the main screen needs, read at ``now``."""
 
@@ -124,6 +153,7 @@ class Snapshot:
     counts: dict[LifecycleState, int] = field(default_factory=dict)
     total: int = 0
     prompts: tuple[Prompt, ...] = ()
+    questions: tuple[Question, ...] = ()
     more: bool = False
     loaded: int = 0
 
@@ -131,6 +161,11 @@ class Snapshot:
     def receipts(self) -> tuple[Receipt, ...]:
         """Every loaded receipt, in display order."""
         return tuple(r for g in self.groups for r in g.receipts)
+
+    @property
+    def waiting(self) -> int:
+        """What waits for a person: input prompts plus agents' questions."""
+        return len(self.prompts) + len(self.questions)
 
 
 EMPTY = Snapshot(now=datetime.fromtimestamp(0).astimezone(), query=Query())
@@ -175,8 +210,37 @@ def _group(store: Store, receipts: list[Receipt], query: Query) -> tuple[Group, 
     return tuple(groups)
 
 
-def load_snapshot(store: Store, query: Query, now: datetime, pages: int = 1) -> Snapshot:
-    """Read one consistent view: a bounded page of receipts, their records, the inbox."""
+def _questions(store: Store, decisions: Sequence[Any]) -> tuple[Question, ...]:
+    return tuple(
+        Question(
+            decision_id=d.id,
+            item_id=d.item_id,
+            question=d.question,
+            schema=d.schema,
+            asked_at=clock.parse_iso(d.created_at),
+            record=store.work.get(d.item_id),
+        )
+        for d in decisions
+    )
+
+
+def load_snapshot(
+    store: Store,
+    query: Query,
+    now: datetime,
+    pages: int = 1,
+    decisions: Sequence[Any] = (),
+) -> Snapshot:
+    """Read one consistent view: a bounded page of receipts, their records, the inbox.
+
+    Args:
+        store: the library store.
+        query: the ``/`` filter.
+        now: the time the view is read at.
+        pages: how many pages of receipts to read.
+        decisions: pending ``work_ask`` decisions (``chit.sidecar.decisions.Decision``),
+            read by the caller from the sidecar store.
+    """
     receipts, more = _page(store, query, pages)
     counts = store.receipts.counts_by_state()
     inbox = store.receipts.list(state=LifecycleState.INPUT_REQUIRED, limit=INBOX_LIMIT)
@@ -188,6 +252,7 @@ def load_snapshot(store: Store, query: Query, now: datetime, pages: int = 1) -> 
         counts=counts,
         total=sum(counts.values()),
         prompts=prompts,
+        questions=_questions(store, decisions),
         more=more,
         loaded=len(receipts),
     )

@@ -1,7 +1,13 @@
-"""Answer one input request: a form from its schema, or the URL to visit."""
+"""Answer one prompt: an input request or an agent's question, as a form or a URL to visit.
+
+Both kinds are answered through the same form (``chit.receipts.forms``) and checked
+with the same rules (``chit.receipts.answers.validate_answer``) that ``chit answer``
+and the Supervisor use, so the TUI never sends what they would refuse.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -13,11 +19,75 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from chit.receipts import InputKind, InputRequest, Receipt
-from chit.tui.forms import fields_from_schema, validate_content
+from chit.receipts.answers import validate_answer
+from chit.receipts.forms import form_from_schema
+from chit.tui.view import Question
 from chit.tui.widgets.schema_form import SchemaForm
 
 Answer = tuple[str, dict[str, Any] | None]
 """``(action, content)``: action is ``accept``, ``decline`` or ``cancel``."""
+
+FREE_TEXT = "answer"
+"""The one field of a question asked without a schema (the answer is its text)."""
+
+FREE_TEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {FREE_TEXT: {"type": "string", "title": "Answer"}},
+    "required": [FREE_TEXT],
+}
+"""The form of a schemaless ``work_ask`` question: one required line of text."""
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the answer screen shows, whatever asked it.
+
+    Attributes:
+        heading: the first line (what asks, and about what).
+        context: a dim second line (purpose), if any.
+        message: the question itself.
+        schema: the form's JSON schema (None with ``url`` or ``unanswerable``).
+        url: the page a URL-mode elicitation sends the user to.
+        unanswerable: why chit cannot answer it here (decline or cancel only).
+    """
+
+    heading: Text
+    context: str | None
+    message: str
+    schema: Any = None
+    url: str | None = None
+    unanswerable: str | None = None
+
+    @classmethod
+    def for_request(cls, receipt: Receipt, request: InputRequest) -> Ask:
+        """An input request of a receipt (form or URL mode)."""
+        heading = Text.assemble(
+            ("Input required", "bold"),
+            f"  {receipt.server}/{receipt.tool}  {receipt.receipt_id[-6:]}",
+        )
+        url_mode = request.kind is InputKind.URL or request.url is not None
+        other = None
+        if not url_mode and request.kind is not InputKind.ELICITATION:
+            other = f"chit cannot answer {request.kind.value} requests; decline or cancel."
+        return cls(
+            heading,
+            receipt.purpose,
+            request.message or "(no message)",
+            schema=request.requested_schema,
+            url=(request.url or "?") if url_mode else None,
+            unanswerable=other,
+        )
+
+    @classmethod
+    def for_question(cls, question: Question) -> Ask:
+        """An agent's ``work_ask`` question (its schema, or one free-text field)."""
+        heading = Text.assemble(("Agent question", "bold"), f"  work: {question.work_label}")
+        return cls(
+            heading,
+            question.item_id if question.record is not None else None,
+            question.question,
+            schema=question.schema if question.schema is not None else FREE_TEXT_SCHEMA,
+        )
 
 
 class AnswerScreen(ModalScreen[Answer | None]):
@@ -28,38 +98,32 @@ class AnswerScreen(ModalScreen[Answer | None]):
         Binding("ctrl+s", "send", "Send", id="chit.answer.send"),
     ]
 
-    def __init__(self, receipt: Receipt, request: InputRequest) -> None:
+    def __init__(self, ask: Ask) -> None:
         super().__init__()
-        self.receipt, self.request = receipt, request
-        self.fields = fields_from_schema(request.requested_schema)
+        self.ask = ask
+        self.form = form_from_schema(ask.schema)
 
     @property
     def url_mode(self) -> bool:
         """True for URL-mode elicitation: the user acts on a web page, not in a form."""
-        return self.request.kind is InputKind.URL or self.request.url is not None
+        return self.ask.url is not None
 
     def compose(self) -> ComposeResult:
-        r, req = self.receipt, self.request
+        ask = self.ask
         with VerticalScroll(classes="dialog", id="answer"):
-            yield Static(
-                Text.assemble(
-                    ("Input required", "bold"), f"  {r.server}/{r.tool}  {r.receipt_id[-6:]}"
-                )
-            )
-            if r.purpose:
-                yield Static(Text(r.purpose, style="dim"))
-            yield Static(Text(req.message or "(no message)", style="bold"), id="prompt")
-            if self.url_mode:
+            yield Static(ask.heading)
+            if ask.context:
+                yield Static(Text(ask.context, style="dim"))
+            yield Static(Text(ask.message, style="bold"), id="prompt")
+            if ask.url is not None:
                 yield Static(
-                    Text.assemble(
-                        "Open this page to continue:\n", (req.url or "?", "underline bold")
-                    ),
+                    Text.assemble("Open this page to continue:\n", (ask.url, "underline bold")),
                     id="url",
                 )
-            elif req.kind in (InputKind.ELICITATION,):
-                yield SchemaForm(self.fields, id="form")
+            elif ask.unanswerable:
+                yield Static(ask.unanswerable)
             else:
-                yield Static(f"chit cannot answer {req.kind.value} requests; decline or cancel.")
+                yield SchemaForm(self.form, id="form")
             yield Static("", id="form-error", classes="error-text")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel")
@@ -68,7 +132,7 @@ class AnswerScreen(ModalScreen[Answer | None]):
 
     def on_mount(self) -> None:
         forms = self.query(SchemaForm)
-        if forms and self.fields:
+        if forms and self.form.fields:
             forms.first().focus_first()
         else:
             self.query_one("#accept", Button).focus()
@@ -86,7 +150,9 @@ class AnswerScreen(ModalScreen[Answer | None]):
         if not forms:
             return
         content, errors = forms.first().collect()
-        problems = [] if errors else validate_content(self.request.requested_schema, content)
+        # The whole-answer check catches what no single field can: required fields the
+        # form could not build, unknown fields.
+        problems = [] if errors else validate_answer(self.ask.schema, content)
         box = self.query_one("#form-error", Static)
         if errors or problems:
             box.update("; ".join(problems) or f"{len(errors)} field(s) need attention")

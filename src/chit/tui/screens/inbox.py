@@ -1,4 +1,9 @@
-"""The inbox: every pending input request across servers, oldest first."""
+"""The inbox: every pending input request across servers and every agent question, oldest first.
+
+Input requests come from the library store (receipts in ``input_required``); agents'
+``work_ask`` questions come from the sidecar store. Both are answered with the same
+generated form (:mod:`chit.tui.screens.answer`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from chit.receipts import Receipt
-from chit.tui.view import Prompt, Snapshot, ago
+from chit.tui.view import Prompt, Question, Snapshot, ago
 from chit.tui.widgets.banner import Banner
 
 if TYPE_CHECKING:
@@ -20,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class InboxScreen(Screen[None]):
-    """Prompts waiting for a person; Enter answers the highlighted one."""
+    """Prompts and agents' questions waiting for a person; Enter answers the highlighted one."""
 
     BINDING_GROUP_TITLE = "Inbox"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -37,7 +42,7 @@ class InboxScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield Static("Inbox: input required", classes="screen-title")
+        yield Static("Inbox: input required and agent questions", classes="screen-title")
         yield Banner(self.chit.backend.mode)
         yield DataTable[str | Text](id="prompts", cursor_type="row")
         yield Static("Nothing is waiting for you.", id="inbox-empty")
@@ -46,45 +51,75 @@ class InboxScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#prompts", DataTable)
         table.add_column("Waiting", width=10, key="age")
-        table.add_column("Server/tool", width=22, key="tool")
-        table.add_column("Kind", width=11, key="kind")
+        table.add_column("From", width=22, key="tool")
+        table.add_column("Kind", width=14, key="kind")
         table.add_column("Prompt", key="prompt")
-        self.prompts: tuple[Prompt, ...] = ()
+        self.items: tuple[Item, ...] = ()
         self.watch(self.chit, "snapshot", self._show)
 
     def _show(self, snapshot: Snapshot) -> None:
         table = self.query_one("#prompts", DataTable)
-        keys = [f"{p.receipt.receipt_id}/{p.request.key}" for p in snapshot.prompts]
-        current = (
-            keys[table.cursor_row] if self.prompts and 0 <= table.cursor_row < len(keys) else None
-        )
-        self.prompts = snapshot.prompts
+        current = self._item()
+        self.items = _items(snapshot)
+        keys = [_key(item) for item in self.items]
         table.clear()
-        for key, prompt in zip(keys, snapshot.prompts, strict=True):
-            req = prompt.request
-            table.add_row(
-                ago(snapshot.now, req.received_at),
-                f"{prompt.receipt.server}/{prompt.receipt.tool}",
-                req.kind.value,
-                Text(req.message or req.key),
-                key=key,
-            )
-        if current in keys:
-            table.move_cursor(row=keys.index(current), animate=False)
+        for key, item in zip(keys, self.items, strict=True):
+            if isinstance(item, Prompt):
+                req = item.request
+                table.add_row(
+                    ago(snapshot.now, req.received_at),
+                    f"{item.receipt.server}/{item.receipt.tool}",
+                    req.kind.value,
+                    Text(req.message or req.key),
+                    key=key,
+                )
+            else:
+                table.add_row(
+                    ago(snapshot.now, item.asked_at),
+                    Text(f"work: {item.work_label}"),
+                    Text("agent question", style="bold"),
+                    Text(item.question),
+                    key=key,
+                )
+        if current is not None and (wanted := _key(current)) in keys:
+            table.move_cursor(row=keys.index(wanted), animate=False)
         table.display = bool(keys)
         self.query_one("#inbox-empty").display = not keys
 
-    def _prompt(self) -> Prompt | None:
+    def _item(self) -> Item | None:
         row = self.query_one("#prompts", DataTable).cursor_row
-        return self.prompts[row] if 0 <= row < len(self.prompts) else None
+        return self.items[row] if 0 <= row < len(self.items) else None
 
     def selected_receipt(self) -> Receipt | None:
-        """The receipt of the highlighted prompt."""
-        prompt = self._prompt()
-        return prompt.receipt if prompt else None
+        """The receipt of the highlighted prompt (None on an agent question)."""
+        item = self._item()
+        return item.receipt if isinstance(item, Prompt) else None
+
+    def action_answer_selected(self) -> None:
+        """Answer the highlighted prompt or question (``r`` and ``Enter``)."""
+        item = self._item()
+        if isinstance(item, Prompt):
+            self.chit.action_answer(item.request.key)
+        elif isinstance(item, Question):
+            self.chit.answer_question(item)
 
     @on(DataTable.RowSelected)
     def _answer(self) -> None:
-        prompt = self._prompt()
-        if prompt is not None:
-            self.chit.action_answer(prompt.request.key)
+        self.action_answer_selected()
+
+
+Item = Prompt | Question
+"""One inbox row."""
+
+
+def _key(item: Item) -> str:
+    if isinstance(item, Prompt):
+        return f"p:{item.receipt.receipt_id}/{item.request.key}"
+    return f"q:{item.decision_id}"
+
+
+def _items(snapshot: Snapshot) -> tuple[Item, ...]:
+    """Prompts and questions merged, oldest first (each list already is)."""
+    items: list[Item] = [*snapshot.prompts, *snapshot.questions]
+    items.sort(key=lambda i: i.request.received_at if isinstance(i, Prompt) else i.asked_at)
+    return tuple(items)

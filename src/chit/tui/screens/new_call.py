@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
-from chit.tui.forms import fields_from_schema
+from chit.receipts.forms import form_from_schema
 from chit.tui.probe import Probe, ToolEntry
 from chit.tui.widgets.schema_form import SchemaForm
 
@@ -126,7 +126,8 @@ class NewCallScreen(Screen[CallRequest | None]):
         self.query_one("#tool-info", Static).update(info)
         args = self.query_one("#args", Vertical)
         await args.remove_children()
-        await args.mount(SchemaForm(fields_from_schema(self.tool.input_schema), id="arguments"))
+        form = form_from_schema(self.tool.input_schema)
+        await args.mount(SchemaForm(form, extra=True, id="arguments"))
 
     @on(Button.Pressed, "#back")
     def _back(self) -> None:

@@ -41,8 +41,8 @@ class StatusLine(Static):
         ):
             if counts.get(state):
                 line.append(f" · {counts[state]} {label}")
-        if snapshot.prompts:
-            line.append(f" · inbox {len(snapshot.prompts)} (i)", style="bold")
+        if snapshot.waiting:
+            line.append(f" · inbox {snapshot.waiting} (i)", style="bold")
         if snapshot.more:
             line.append(f" · showing {snapshot.loaded}")
         if filter_text:
