@@ -174,7 +174,7 @@ async def result(ext: TasksExtension, ctx: Ctx, params: TaskIdParams) -> Handler
                 if key not in in_flight:
                     in_flight.add(key)
                     tg.start_soon(_elicit, runtime, ctx, record.id, key, request, in_flight)
-            await runtime.wait_change(record.id, 1.0)
+            await runtime.wait_change(record.id)
             record = runtime.visible(record.id, principal)
         tg.cancel_scope.cancel()
     meta = related_task_meta(record.id)

@@ -4,7 +4,12 @@ Protocol-neutral: both the 2026 extension (``ext2026``) and the 2025-11-25 handl
 (``legacy2025``) call into one :class:`TaskRuntime`. The store is the channel between
 the parts: a worker waiting for input polls the row for answers after each change
 signal, so answers given through ``tasks/update`` (2026) or an elicitation on
-``tasks/result`` (2025) reach it the same way, and survive a restart.
+``tasks/result`` (2025) reach it the same way, survive a restart, and reach it from
+another process sharing the store (see ``owners``).
+
+Store writes run in a worker thread, one at a time (``write``): a write may wait for
+another process's database lock (``busy_timeout``) or a slow fsync, and on the event
+loop that would stall every request of the process, ``tasks/cancel`` included.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -24,10 +30,10 @@ from mcp.shared.exceptions import MCPError
 
 from chit.tasks.clock import Now, to_ms, utc_now
 from chit.tasks.server.notify import Notifier
+from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.store import TaskRecord, TaskStore
 from chit.tasks.server.tools import (
     PreInput,
-    TaskGone,
     TaskTool,
     ToolFn,
     build_task_tool,
@@ -35,6 +41,7 @@ from chit.tasks.server.tools import (
 from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MINUTE_MS = 60_000
 DAY_MS = 24 * 60 * MINUTE_MS
@@ -72,6 +79,9 @@ class TaskRuntime:
         max_ttl_ms: int = 7 * DAY_MS,
         poll_interval_ms: int = 500,
         max_argument_bytes: int = 1 << 20,
+        heartbeat_s: float = 2.0,
+        stale_s: float | None = None,
+        poll_s: float = 0.2,
     ) -> None:
         """Configure the runtime; call :meth:`running` to start workers and recovery.
 
@@ -83,6 +93,9 @@ class TaskRuntime:
             max_ttl_ms: Upper clamp of requested TTLs (7 days).
             poll_interval_ms: ``pollInterval``/``pollIntervalMs`` suggested to clients.
             max_argument_bytes: Largest accepted JSON encoding of a call's arguments.
+            heartbeat_s: How often this process refreshes its owner row and sweeps orphans.
+            stale_s: Heartbeat age after which an owner counts as dead (3 × heartbeat).
+            poll_s: How often rows are re-read for changes made by other processes.
         """
         self.store = store if isinstance(store, TaskStore) else TaskStore(store)
         self.now = now
@@ -91,10 +104,15 @@ class TaskRuntime:
         self.max_ttl_ms = max_ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.max_argument_bytes = max_argument_bytes
+        self.poll_s = poll_s
         self.tools: dict[str, TaskTool] = {}
         self.notifier = Notifier(self)
+        self.ownership = Ownership(self, heartbeat_s, stale_s or 3 * heartbeat_s)
+        self.scopes: dict[str, anyio.CancelScope] = {}
+        """Cancel scopes of the workers running in this process, by task id."""
         self._tg: TaskGroup | None = None
-        self._scopes: dict[str, anyio.CancelScope] = {}
+        # One write at a time, first come first served (they serialise on the lock anyway).
+        self._writes = anyio.CapacityLimiter(1)
         self._changed: dict[str, anyio.Event] = {}
         self._listeners: list[Callable[[str], None]] = []
 
@@ -136,38 +154,50 @@ class TaskRuntime:
 
     # --- lifecycle ------------------------------------------------------------------
 
+    @property
+    def owner_id(self) -> str:
+        """This process's owner identity (recorded on the tasks it runs)."""
+        return self.ownership.owner_id
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskRuntime]:
         """Run workers for the server's lifetime (enter from the server lifespan)."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            self.recover()
+        self.ownership.renew()
+        resumed = self.recover()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for task_id in resumed:
+                    self.start(task_id)
+                tg.start_soon(self.ownership.run)
+                tg.start_soon(self.notifier.run)
+                try:
+                    yield self
+                finally:
+                    self._tg = None
+                    tg.cancel_scope.cancel()
+        finally:
             try:
-                yield self
-            finally:
-                self._tg = None
-                tg.cancel_scope.cancel()
+                changes = {**INTERRUPTED, "updated_at_ms": self.now_ms()}
+                self.store.release(self.owner_id, changes)
+            except Exception:  # peers will find the tasks orphaned once the heartbeat is stale
+                logger.warning("could not release tasks at shutdown", exc_info=True)
 
-    def recover(self) -> None:
-        """Settle tasks left active by a previous process: fail them, or re-run resumable ones."""
+    def recover(self) -> list[str]:
+        """Register this owner, then settle tasks whose owner is dead (blocking).
+
+        Tasks of a *live* owner (another process on the same store) are left alone.
+
+        Returns:
+            Ids of resumable tasks claimed for re-running (the caller starts them).
+        """
         self.store.purge_expired(self.now_ms())
-        for record in self.store.active():
-            tool = self.tools.get(record.tool)
-            if record.resumable and tool is not None and self._tg is not None:
-                logger.info("resuming task %s (%s)", record.id, record.tool)
-                self.store.update(
-                    record.id, status="working", status_message="Resuming after a server restart"
-                )
-                self._start(record.id)
-                continue
-            self.store.update(
-                record.id,
-                only_if_active=True,
-                status="failed",
-                status_message="Interrupted: the server stopped while the task was running",
-                error={"code": INTERNAL_ERROR, "message": "Task interrupted by a server restart"},
-                updated_at_ms=self.now_ms(),
-            )
+        self.store.heartbeat(self.ownership.row())
+        return self.ownership.settle_orphans()
+
+    async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking store call in a worker thread, one at a time, in arrival order."""
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._writes)
 
     # --- creation -------------------------------------------------------------------
 
@@ -232,19 +262,20 @@ class TaskRuntime:
             input_responses=dict(gathered or {}),
             resumable=tool.resumable,
             progress_token=progress_token,
+            owner_id=self.owner_id,
         )
         if request_key is None:
-            self.store.purge_expired(now)
-            self.store.insert(record)
+            await self.write(self.store.purge_expired, now)
+            await self.write(self.store.insert, record)
         else:
-            existing = self.store.insert_keyed(record)
+            existing = await self.write(self.store.insert_keyed, record)
             if existing is not None:
-                return self._retry(existing, record)
+                return await self._retry(existing, record)
         self.notifier.bind(record.id, session, progress_token)
-        self._start(record.id)
+        self.start(record.id)
         return record
 
-    def _retry(self, existing: TaskRecord, attempt: TaskRecord) -> TaskRecord:
+    async def _retry(self, existing: TaskRecord, attempt: TaskRecord) -> TaskRecord:
         """Answer a keyed retry with the earlier task, renewing its visibility if expired."""
         if existing.args_digest != attempt.args_digest:
             raise TaskError(
@@ -259,7 +290,7 @@ class TaskRuntime:
             # Renew the polling window; report the lifetime from the original creation.
             expires = now + attempt.ttl_ms
             ttl = expires - existing.created_at_ms
-            self.store.update(existing.id, expires_at_ms=expires, ttl_ms=ttl)
+            await self.write(self.store.update, existing.id, expires_at_ms=expires, ttl_ms=ttl)
             existing.expires_at_ms, existing.ttl_ms = expires, ttl
         return existing
 
@@ -279,17 +310,36 @@ class TaskRuntime:
         return record
 
     def is_cancel_requested(self, task_id: str) -> bool:
-        """Return True when the task has been cancelled."""
+        """Return True when this process's worker for the task should stop.
+
+        Reads the shared row, so a cancel recorded by another process counts, and so
+        does a task that is terminal or was taken over by another owner.
+        """
         record = self.store.get(task_id)
-        return record is None or record.cancel_requested
+        return (
+            record is None
+            or record.cancel_requested
+            or record.status not in ("working", "input_required")
+            or record.owner_id != self.owner_id
+        )
 
     # --- changes ----------------------------------------------------------------------
 
-    async def wait_change(self, task_id: str, timeout: float) -> None:
-        """Wait until the task changes (or ``timeout`` seconds pass)."""
+    async def wait_change(self, task_id: str, timeout: float | None = None) -> None:
+        """Wait until the task changes here, or ``timeout`` (default ``poll_s``) passes.
+
+        Changes made by other processes are only seen by re-reading the row, hence the
+        short default: callers loop, re-reading after each wake-up.
+        """
         event = self._changed.setdefault(task_id, anyio.Event())
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(self.poll_s if timeout is None else timeout):
             await event.wait()
+
+    def wake(self, task_id: str) -> None:
+        """Wake waiters of ``task_id`` without notifying clients (a row changed elsewhere)."""
+        event = self._changed.pop(task_id, None)
+        if event is not None:
+            event.set()
 
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call ``callback(task_id)`` on every task change; return the remover."""
@@ -298,23 +348,27 @@ class TaskRuntime:
 
     async def changed(self, task_id: str) -> None:
         """Wake waiters of ``task_id`` and push status notifications."""
-        event = self._changed.pop(task_id, None)
-        if event is not None:
-            event.set()
+        self.wake(task_id)
         for listener in list(self._listeners):
             listener(task_id)
         await self.notifier.status_changed(task_id)
 
-    async def _set(self, task_id: str, **changes: Any) -> bool:
+    async def _set(
+        self, task_id: str, *, worker: bool = True, durable: bool = True, **changes: Any
+    ) -> bool:
+        """Change an active task; a ``worker`` write only while this process owns it."""
         changes["updated_at_ms"] = self.now_ms()
-        done = self.store.update(task_id, only_if_active=True, **changes)
+        owner = self.owner_id if worker else None
+        done = await self.write(
+            self.store.update, task_id, only_if_active=True, owner=owner, durable=durable, **changes
+        )
         if done:
             await self.changed(task_id)
         return done
 
     async def set_status_message(self, task_id: str, message: str) -> None:
-        """Update the status message of an active task."""
-        await self._set(task_id, status_message=message)
+        """Update the status message of an active task (cosmetic: not fsynced)."""
+        await self._set(task_id, status_message=message, durable=False)
 
     async def report_progress(
         self, task_id: str, progress: float, total: float | None, message: str | None
@@ -330,38 +384,13 @@ class TaskRuntime:
         self, task_id: str, requests: dict[str, tuple[str, dict[str, Any]]]
     ) -> dict[str, dict[str, Any]]:
         """Park the task in ``input_required`` until every key in ``requests`` is answered."""
-        record = self.store.get(task_id)
-        if record is None:
-            raise TaskGone(task_id)
-        answers = {k: v for k, v in record.input_responses.items() if k in requests}
-        missing = {k: v for k, v in requests.items() if k not in answers}
-        if missing:
-            new = dict(record.input_requests)
-            for key, (message, schema) in missing.items():
-                new[key] = {
-                    "method": "elicitation/create",
-                    "params": {"mode": "form", "message": message, "requestedSchema": schema},
-                }
-            await self._set(
-                task_id,
-                status="input_required",
-                input_requests=new,
-                status_message=_waiting(missing),
-            )
-        while True:
-            record = self.store.get(task_id)
-            if record is None or record.status not in ("working", "input_required"):
-                raise TaskGone(task_id)
-            if all(k in record.input_responses for k in requests):
-                break
-            await self.wait_change(task_id, 1.0)
-        if record.status == "input_required" and not record.pending_inputs:
-            await self._set(task_id, status="working", status_message="Input received; resuming")
-        return {k: record.input_responses[k] for k in requests}
+        from chit.tasks.server.workers import park_for_inputs
+
+        return await park_for_inputs(self, task_id, requests)
 
     async def answer(self, task_id: str, responses: dict[str, dict[str, Any]]) -> None:
         """Record client answers to pending input requests (unknown keys are ignored)."""
-        record = self.store.add_responses(task_id, responses)
+        record = await self.write(self.store.add_responses, task_id, responses)
         if record is not None:
             await self.changed(task_id)
 
@@ -370,18 +399,23 @@ class TaskRuntime:
     async def cancel(
         self, task_id: str, message: str = "Cancelled at the client's request"
     ) -> bool:
-        """Cancel an active task (status ``cancelled`` at once); False if already terminal."""
+        """Cancel an active task (status ``cancelled`` at once); False if already terminal.
+
+        The row is the channel: when another process runs the task, its owner sees the
+        terminal row within ``poll_s`` and stops the worker (which can no longer write).
+        """
         done = await self._set(
-            task_id, status="cancelled", status_message=message, cancel_requested=True
+            task_id, worker=False, status="cancelled", status_message=message, cancel_requested=True
         )
-        scope = self._scopes.get(task_id)
+        scope = self.scopes.get(task_id)
         if scope is not None:
             scope.cancel()
         return done
 
     # --- workers --------------------------------------------------------------------------
 
-    def _start(self, task_id: str) -> None:
+    def start(self, task_id: str) -> None:
+        """Start the worker of a task this process owns."""
         if self._tg is None:
             raise TaskError(code=INTERNAL_ERROR, message="Task runtime is not running")
         from chit.tasks.server.workers import run_task
@@ -391,9 +425,3 @@ class TaskRuntime:
     def now_ms(self) -> int:
         """Return the runtime clock as epoch milliseconds."""
         return to_ms(self.now())
-
-
-def _waiting(requests: dict[str, tuple[str, dict[str, Any]]]) -> str:
-    if len(requests) == 1:
-        return f"Waiting for input: {next(iter(requests.values()))[0]}"
-    return f"Waiting for {len(requests)} answers"

@@ -1,4 +1,4 @@
-"""Persistent task store: one SQLite file, one row per task.
+"""Persistent task store: one SQLite file, one row per task, shared by processes.
 
 The store is the source of truth for every task the server has accepted, so that a
 task survives a server restart and a keyed retry can find its earlier outcome. It is
@@ -7,9 +7,14 @@ server: ``journal_mode=WAL`` + ``synchronous=FULL``, and every write runs in
 ``BEGIN IMMEDIATE`` so two writers serialise on the database lock instead of failing
 half-way (``busy_timeout`` 10 s).
 
-Calls are synchronous and short (single-row reads and writes); the runtime calls them
-from the event loop directly. That is deliberate: a task server holds one writer
-process, and every call is sub-millisecond on a local disk.
+Several runtime processes may share one file (each stdio client spawns its own
+server). Writes can therefore wait on another process's lock, or on a slow fsync
+under load: the runtime runs them in a worker thread (see ``TaskRuntime.write``), never
+on the event loop. Reads use a second connection with its own lock, so a read on the
+event loop never queues behind a write that is waiting for the database lock (WAL
+readers do not block on writers). Writes that only refresh cosmetic state (status
+messages, heartbeats) skip the fsync (``durable=False``): losing one to a power cut
+is harmless, and they are by far the most frequent writes.
 """
 
 from __future__ import annotations
@@ -23,38 +28,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
-    id                  TEXT PRIMARY KEY,
-    principal           TEXT NOT NULL,
-    tool                TEXT NOT NULL,
-    args_json           TEXT NOT NULL,
-    args_digest         TEXT NOT NULL,
-    request_key         TEXT,
-    status              TEXT NOT NULL,
-    status_message      TEXT,
-    created_at_ms       INTEGER NOT NULL,
-    updated_at_ms       INTEGER NOT NULL,
-    ttl_ms              INTEGER NOT NULL,
-    expires_at_ms       INTEGER NOT NULL,
-    poll_interval_ms    INTEGER NOT NULL,
-    result_json         TEXT,
-    error_json          TEXT,
-    input_requests_json TEXT NOT NULL DEFAULT '{}',
-    input_responses_json TEXT NOT NULL DEFAULT '{}',
-    cancel_requested    INTEGER NOT NULL DEFAULT 0,
-    resumable           INTEGER NOT NULL DEFAULT 0,
-    protocol            TEXT NOT NULL,
-    progress_token_json TEXT,
-    runs                INTEGER NOT NULL DEFAULT 0
-);
-CREATE UNIQUE INDEX IF NOT EXISTS tasks_request_key
-    ON tasks(principal, tool, request_key) WHERE request_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status);
-CREATE INDEX IF NOT EXISTS tasks_principal ON tasks(principal, created_at_ms);
-"""
+from chit.tasks.server.schema import OwnerRow, TaskState, migrate
 
 
 @dataclass
@@ -83,6 +57,8 @@ class TaskRecord:
     resumable: bool = False
     progress_token: str | int | None = None
     runs: int = 0
+    owner_id: str | None = None
+    """The runtime process running the task (``owners.owner_id``); ``None``: nobody."""
 
     @property
     def pending_inputs(self) -> dict[str, dict[str, Any]]:
@@ -129,8 +105,16 @@ def _from_row(row: sqlite3.Row) -> TaskRecord:
     return TaskRecord(**values)
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout = 10000")
+    return db
+
+
 class TaskStore:
-    """SQLite-backed task rows. Thread-safe; one connection guarded by a lock."""
+    """SQLite-backed task rows. Thread-safe: a write connection and a read connection."""
 
     def __init__(self, path: str | Path) -> None:
         """Open (creating if needed) the store at ``path`` (``":memory:"`` for tests)."""
@@ -138,33 +122,49 @@ class TaskStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db = _connect(self.path)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = FULL")
-        # Statement by statement: executescript() would COMMIT behind our back.
-        for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
-            self._db.execute(statement)
-        self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        migrate(self._db)
+        if self.path == ":memory:":
+            # Each connection to :memory: is its own database: share the one we have.
+            self._reader, self._read_lock = self._db, self._lock
+        else:
+            self._reader, self._read_lock = _connect(self.path), threading.RLock()
 
     def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
+        """Close the connections."""
+        with self._lock, self._read_lock:
             self._db.close()
+            if self._reader is not self._db:
+                self._reader.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run a write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``), rolling back on error."""
+    def transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """Run a write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``), rolling back on error.
+
+        Args:
+            durable: fsync the commit (``synchronous=FULL``); ``False`` for cosmetic writes
+                (WAL ``synchronous=NORMAL``: survives a process crash, not a power cut).
+        """
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            if not durable:
+                self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            finally:
+                if not durable:
+                    self._db.execute("PRAGMA synchronous = FULL")
+
+    def _read(self, query: str, params: Any = ()) -> list[sqlite3.Row]:
+        with self._read_lock:
+            return self._reader.execute(query, params).fetchall()
 
     def insert(self, record: TaskRecord) -> None:
         """Insert a new task row (durable on return)."""
@@ -195,12 +195,27 @@ class TaskStore:
 
     def get(self, task_id: str) -> TaskRecord | None:
         """Return the task ``task_id`` or ``None`` (no visibility checks here)."""
-        with self._lock:
-            row = self._db.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        return None if row is None else _from_row(row)
+        rows = self._read("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        return _from_row(rows[0]) if rows else None
 
-    def update(self, task_id: str, *, only_if_active: bool = False, **changes: Any) -> bool:
-        """Set columns of one task; with ``only_if_active`` terminal rows are left alone.
+    def update(
+        self,
+        task_id: str,
+        *,
+        only_if_active: bool = False,
+        owner: str | None = None,
+        durable: bool = True,
+        **changes: Any,
+    ) -> bool:
+        """Set columns of one task.
+
+        Args:
+            task_id: The task.
+            only_if_active: Leave terminal rows alone.
+            owner: Change the row only while this owner holds it (a worker's writes:
+                a task taken over by another process is no longer this worker's to write).
+            durable: See :meth:`transaction`.
+            **changes: ``TaskRecord`` field names and values.
 
         Returns:
             True when a row changed.
@@ -208,9 +223,30 @@ class TaskStore:
         row = _to_row_partial(changes)
         assignments = ", ".join(f"{k} = :{k}" for k in row)
         guard = " AND status IN ('working', 'input_required')" if only_if_active else ""
+        if owner is not None:
+            guard += " AND owner_id = :_owner"
+        with self.transaction(durable=durable) as db:
+            cursor = db.execute(
+                f"UPDATE tasks SET {assignments} WHERE id = :_id{guard}",
+                {**row, "_id": task_id, "_owner": owner},
+            )
+            return cursor.rowcount > 0
+
+    def claim(self, task_id: str, expected_owner: str | None, **changes: Any) -> bool:
+        """Change an active task only if its owner is still ``expected_owner`` (compare-and-set).
+
+        Two processes settling the same orphan race here; exactly one wins.
+
+        Returns:
+            True when this call changed the row.
+        """
+        row = _to_row_partial(changes)
+        assignments = ", ".join(f"{k} = :{k}" for k in row)
         with self.transaction() as db:
             cursor = db.execute(
-                f"UPDATE tasks SET {assignments} WHERE id = :_id{guard}", {**row, "_id": task_id}
+                f"UPDATE tasks SET {assignments} WHERE id = :_id"
+                " AND status IN ('working', 'input_required') AND owner_id IS :_expected",
+                {**row, "_id": task_id, "_expected": expected_owner},
             )
             return cursor.rowcount > 0
 
@@ -248,17 +284,32 @@ class TaskStore:
             params += [after[0], after[0], after[1]]
         query += " ORDER BY created_at_ms, id LIMIT ?"
         params.append(limit)
-        with self._lock:
-            rows = self._db.execute(query, params).fetchall()
-        return [_from_row(r) for r in rows]
+        return [_from_row(r) for r in self._read(query, params)]
 
     def active(self) -> list[TaskRecord]:
-        """Return every non-terminal task (used at start-up recovery)."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM tasks WHERE status IN ('working', 'input_required')"
-            ).fetchall()
+        """Return every non-terminal task (recovery and the orphan sweep)."""
+        rows = self._read("SELECT * FROM tasks WHERE status IN ('working', 'input_required')")
         return [_from_row(r) for r in rows]
+
+    def states(self, task_ids: list[str]) -> dict[str, TaskState]:
+        """Return the polled columns of ``task_ids`` (missing ids are left out)."""
+        if not task_ids:
+            return {}
+        marks = ", ".join("?" for _ in task_ids)
+        rows = self._read(
+            "SELECT id, status, cancel_requested, owner_id, input_responses_json"
+            f" FROM tasks WHERE id IN ({marks})",
+            task_ids,
+        )
+        return {
+            r["id"]: TaskState(
+                r["status"],
+                bool(r["cancel_requested"]),
+                r["owner_id"],
+                len(json.loads(r["input_responses_json"] or "{}")),
+            )
+            for r in rows
+        }
 
     def purge_expired(self, now_ms: int) -> int:
         """Delete expired tasks that carry no request key (keyed ones are durable receipts).
@@ -271,6 +322,53 @@ class TaskStore:
                 "DELETE FROM tasks WHERE expires_at_ms <= ? AND request_key IS NULL", (now_ms,)
             )
             return cursor.rowcount
+
+    # --- owners (one heartbeat row per live runtime process) ----------------------------
+
+    def heartbeat(self, owner: OwnerRow) -> None:
+        """Insert or refresh ``owner``'s row (re-creates it if a peer deleted it as stale)."""
+        with self.transaction(durable=False) as db:
+            db.execute(
+                "INSERT INTO owners (owner_id, pid, host, started_at_ms, heartbeat_at_ms)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT(owner_id)"
+                " DO UPDATE SET heartbeat_at_ms = excluded.heartbeat_at_ms",
+                (owner.owner_id, owner.pid, owner.host, owner.started_at_ms, owner.heartbeat_at_ms),
+            )
+
+    def owners(self) -> dict[str, OwnerRow]:
+        """Return every owner row by id."""
+        rows = self._read("SELECT * FROM owners")
+        return {r["owner_id"]: OwnerRow(**dict(r)) for r in rows}
+
+    def remove_owners(self, owner_ids: list[str]) -> None:
+        """Delete owner rows that hold no active task (dead owners, after their tasks settle)."""
+        with self.transaction(durable=False) as db:
+            for owner_id in owner_ids:
+                db.execute(
+                    "DELETE FROM owners WHERE owner_id = ? AND NOT EXISTS (SELECT 1 FROM tasks"
+                    " WHERE owner_id = ? AND status IN ('working', 'input_required'))",
+                    (owner_id, owner_id),
+                )
+
+    def release(self, owner_id: str, failure: dict[str, Any]) -> None:
+        """Let go of ``owner_id``'s tasks at a clean shutdown, then drop its row.
+
+        Non-resumable active tasks get ``failure`` (column changes); resumable ones lose
+        their owner so that a live peer, or the next process, resumes them.
+        """
+        row = _to_row_partial(failure)
+        assignments = ", ".join(f"{k} = :{k}" for k in row)
+        active = "owner_id = :_owner AND status IN ('working', 'input_required')"
+        with self.transaction() as db:
+            db.execute(
+                f"UPDATE tasks SET {assignments} WHERE {active} AND resumable = 0",
+                {**row, "_owner": owner_id},
+            )
+            db.execute(
+                f"UPDATE tasks SET owner_id = NULL WHERE {active} AND resumable = 1",
+                {"_owner": owner_id},
+            )
+            db.execute("DELETE FROM owners WHERE owner_id = ?", (owner_id,))
 
 
 def _to_row_partial(changes: dict[str, Any]) -> dict[str, Any]:

@@ -33,18 +33,18 @@ async def run_task(runtime: TaskRuntime, task_id: str) -> None:
     tool = runtime.tools[record.tool]
     ctx = TaskContext(runtime, task_id, tool.name)
     with anyio.CancelScope() as scope:
-        runtime._scopes[task_id] = scope
+        runtime.scopes[task_id] = scope
         try:
             await _execute(runtime, record, tool, ctx)
         finally:
-            runtime._scopes.pop(task_id, None)
-    runtime.store.update(task_id, runs=record.runs + 1)
+            runtime.scopes.pop(task_id, None)
+    await runtime.write(runtime.store.update, task_id, runs=record.runs + 1, durable=False)
 
 
 async def _execute(
     runtime: TaskRuntime, record: TaskRecord, tool: TaskTool, ctx: TaskContext
 ) -> None:
-    await runtime._set(record.id, status_message="Running")
+    await runtime._set(record.id, status_message="Running", durable=False)
     try:
         if tool.pre_inputs:
             asks = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
@@ -86,3 +86,47 @@ async def _finish(
     status = "failed" if is_error and record.protocol == PROTOCOL_2025 else "completed"
     text = "Completed with a tool error" if is_error else "Completed"
     await runtime._set(record.id, status=status, result=result, status_message=text)
+
+
+async def park_for_inputs(
+    runtime: TaskRuntime, task_id: str, requests: dict[str, tuple[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """Park the task in ``input_required`` until every key in ``requests`` is answered.
+
+    Polls the shared row (woken early by local changes), so answers stored by another
+    process sharing the task store reach the worker too.
+    """
+    record = runtime.store.get(task_id)
+    if record is None:
+        raise TaskGone(task_id)
+    answers = {k: v for k, v in record.input_responses.items() if k in requests}
+    missing = {k: v for k, v in requests.items() if k not in answers}
+    if missing:
+        new = dict(record.input_requests)
+        for key, (message, schema) in missing.items():
+            new[key] = {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": message, "requestedSchema": schema},
+            }
+        await runtime._set(
+            task_id,
+            status="input_required",
+            input_requests=new,
+            status_message=_waiting(missing),
+        )
+    while True:
+        record = runtime.store.get(task_id)
+        if record is None or record.status not in ("working", "input_required"):
+            raise TaskGone(task_id)
+        if all(k in record.input_responses for k in requests):
+            break
+        await runtime.wait_change(task_id)
+    if record.status == "input_required" and not record.pending_inputs:
+        await runtime._set(task_id, status="working", status_message="Input received; resuming")
+    return {k: record.input_responses[k] for k in requests}
+
+
+def _waiting(requests: dict[str, tuple[str, dict[str, Any]]]) -> str:
+    if len(requests) == 1:
+        return f"Waiting for input: {next(iter(requests.values()))[0]}"
+    return f"Waiting for {len(requests)} answers"
