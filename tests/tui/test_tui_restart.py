@@ -1,0 +1,190 @@
+"""Restarts with a real demo server: the reopened app resumes reconciling and answering.
+
+Each test closes the app and opens a new one on the same home, as a person quitting and
+starting ``chit`` again. The key store is the file one (``CHIT_KEY_STORE=file``): the
+memory key store forgets the data key on exit, and with it the task handles.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+import anyio
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Checkbox, Input, Select
+
+from chit import clock
+from chit.home import Home
+from chit.receipts import LifecycleState, Receipt
+from chit.tasks.client import HttpServer, ServerSpec, StdioServer
+from chit.tasks.server.store import TaskStore
+from chit.tui.app import ChitApp
+from chit.tui.backend import Backend, Mode
+from chit.tui.config import TuiSettings
+from chit.tui.host import SupervisorHost
+from chit.tui.launch import build_app
+from chit.tui.screens.answer import AnswerScreen
+from chit.tui.screens.inbox import InboxScreen
+from chit.tui.screens.new_call import NewCallScreen
+from chit.tui.view import Snapshot
+from tests.engine_support import write_config
+from tests.interop_support import free_port, http_server
+from tests.tui.helpers import screen_text, select, settle
+
+pytestmark = pytest.mark.anyio
+
+DEMO = [sys.executable, "-m", "chit", "demo-server"]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private home on the file key store, on the real clock (the server's is real)."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("CHIT_KEY_STORE", "file")
+    monkeypatch.setenv("CHIT_HOME", str(root))
+    clock.unfreeze()
+    yield root
+
+
+def _register(root: Path, spec: ServerSpec) -> Home:
+    write_config(root, {"demo": spec})
+    return Home(root).ensure()
+
+
+async def _until(
+    pilot: Pilot[None], app: ChitApp, done: Callable[[Snapshot], bool], what: str
+) -> None:
+    """Reload until ``done(snapshot)`` holds (real servers take real time)."""
+    deadline = anyio.current_time() + 30
+    while not done(app.snapshot):
+        assert anyio.current_time() < deadline, f"timed out waiting for {what}"
+        app.refresh_data()
+        await settle(pilot)
+        await anyio.sleep(0.2)
+
+
+def _receipt(app: ChitApp, tool: str) -> Receipt:
+    return next(r for r in app.snapshot.receipts if r.tool == tool)
+
+
+async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: Path) -> None:
+    """slow_compute starts through the new-call screen; the first app never sees it end.
+
+    The first app's Supervisor is not reconciling (as if chit had been closed before the
+    result came in); the stdio server finishes the task before it stops with the app.
+    The reopened app, built by the real launcher, must find the receipt and reconcile it
+    to completed by itself.
+    """
+    tasks_db = home.parent / "tasks.db"
+    spec = StdioServer(sys.executable, [*DEMO[1:], "--db", str(tasks_db)])
+    demo = _register(home, spec)
+    host = SupervisorHost.start(demo, run=False)
+    first = ChitApp(Backend(demo, Mode(), host), TuiSettings(bell=False), tick=None)
+    async with first.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        screen = first.screen
+        assert isinstance(screen, NewCallScreen)
+        screen.query_one("#server", Select).value = "demo"
+        with anyio.fail_after(30):  # the probe spawns the real server
+            while screen.probe_result is None:
+                await settle(pilot)
+        screen.query_one("#tool", Select).value = "slow_compute"
+        await settle(pilot)
+        screen.query_one("#field-0", Input).value = "0.3"  # seconds
+        screen.query_one("#purpose", Input).value = "survive a restart"
+        await pilot.press("ctrl+s")
+        await _until(pilot, first, lambda s: s.total == 1, "the receipt")
+        started = _receipt(first, "slow_compute")
+        with anyio.fail_after(30):  # the server, not chit, finishes the work
+            while True:
+                with closing(TaskStore(tasks_db)) as tasks:
+                    if not tasks.active():
+                        break
+                await anyio.sleep(0.1)
+        assert first.snapshot.receipts[0].state is LifecycleState.WORKING
+        await pilot.press("q")
+
+    again = build_app(demo)
+    assert isinstance(again, ChitApp)
+    again.theme = "textual-dark"
+    async with again.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert [r.receipt_id for r in again.snapshot.receipts] == [started.receipt_id]
+        await _until(
+            pilot,
+            again,
+            lambda s: s.receipts[0].state is LifecycleState.COMPLETED,
+            "completed",
+        )
+        await select(pilot, started.receipt_id)
+        text = screen_text(again)
+        assert "Computed job in 0.3 s" in text
+        assert "done" in text  # the table's state badge
+        await pilot.press("q")
+
+
+@pytest.fixture
+def demo_http(home: Path) -> Iterator[str]:
+    """An HTTP demo server that outlives both apps (see the test below for why)."""
+    port = free_port()
+    argv = [*DEMO, "--http", f"127.0.0.1:{port}", "--db", str(home.parent / "tasks.db")]
+    with http_server(argv, port, log=home.parent / "server.log"):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_pending_prompt_survives_the_restart_and_is_answered_after(
+    home: Path, demo_http: str
+) -> None:
+    """A 2026 prompt (confirm_delete) asked in one app is answered from the next.
+
+    The server runs over HTTP here because a stdio server stops with the app, and a
+    restarted chit demo server fails every task it finds unfinished ("interrupted by a
+    server restart"): a prompt can only outlive chit on a server that keeps running.
+    """
+    demo = _register(home, HttpServer(demo_http))
+    first = build_app(demo)
+    assert isinstance(first, ChitApp)
+    async with first.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        first.submit(
+            first.backend.call,
+            "demo",
+            "confirm_delete",
+            {"filename": "old.txt"},
+            "clean up",
+            description="Start call",
+        )
+        await _until(pilot, first, lambda s: len(s.prompts) == 1, "the prompt")
+        await pilot.press("q")
+
+    again = build_app(demo)
+    assert isinstance(again, ChitApp)
+    async with again.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert [p.request.key for p in again.snapshot.prompts] == ["confirm"]
+        await pilot.press("i")
+        await settle(pilot)
+        assert isinstance(again.screen, InboxScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        answer = again.screen
+        assert isinstance(answer, AnswerScreen)
+        assert "Delete old.txt?" in screen_text(again)
+        answer.query_one("#field-0", Checkbox).value = True
+        await pilot.press("ctrl+s")
+        await _until(
+            pilot,
+            again,
+            lambda s: _receipt(again, "confirm_delete").state is LifecycleState.COMPLETED,
+            "completed",
+        )
+        outcome = _receipt(again, "confirm_delete").outcome
+        assert outcome is not None and "Deleted old.txt" in str(outcome)
+        assert again.snapshot.prompts == ()
+        await pilot.press("q")
