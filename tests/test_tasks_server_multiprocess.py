@@ -11,7 +11,7 @@ import os
 import signal
 import sqlite3
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from typing import Any
 
@@ -132,10 +132,8 @@ async def test_sigkilled_owner_is_detected_by_peer(tmp_path: Path) -> None:
             assert resumed["status"] == "completed"
             assert row(db, resumable["taskId"])["owner_id"] not in (None, owner)
         finally:
-            try:
+            with suppress(Exception):  # A's transport died with it
                 await stack.aclose()
-            except Exception:  # A's transport died with it
-                pass
 
 
 async def test_stale_heartbeat_owner_is_failed_live_one_is_not(tmp_path: Path) -> None:
