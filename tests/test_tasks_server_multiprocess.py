@@ -243,3 +243,42 @@ async def test_2025_cancel_many_under_load_is_prompt(tmp_path: Path) -> None:
         assert elapsed < 5, elapsed
         for task in tasks:
             await wait_for(lambda t=task: row(db, t["taskId"])["runs"] == 1)
+
+
+async def test_2026_listen_in_other_process_sees_completion(tmp_path: Path) -> None:
+    from mcp.client.extension import ClientExtension, NotificationBinding
+    from mcp_types import NotificationParams
+    from pydantic import ConfigDict
+
+    class Params(NotificationParams):
+        model_config = ConfigDict(extra="allow")
+
+    seen: list[dict[str, Any]] = []
+
+    async def on_tasks(params: Params) -> None:
+        seen.append(params.model_extra or {})
+
+    class Watch(ClientExtension):
+        identifier = "io.github.chit/test-watch"
+
+        def notifications(self) -> list[NotificationBinding[Any]]:
+            return [
+                NotificationBinding(
+                    method="notifications/tasks", params_type=Params, handler=on_tasks
+                )
+            ]
+
+    db = tmp_path / "shared.db"
+    async with (
+        make_client(server(db, tmp_path), "2026") as a,
+        make_client(server(db, tmp_path), "2026", extensions=[Watch()]) as b,
+    ):
+        task_id = (await create(a, "2026", "slow_compute", {"seconds": 1, "label": "p"}))["taskId"]
+        async with anyio.create_task_group() as tg:
+            listen = {"notifications": {"taskIds": [task_id]}}
+            tg.start_soon(raw, b, "subscriptions/listen", listen)
+            with anyio.fail_after(15):
+                while not any(s.get("status") == "completed" for s in seen):
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    assert seen[-1]["result"]["content"][0]["text"] == "Computed p in 1 s"

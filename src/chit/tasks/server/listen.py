@@ -6,6 +6,10 @@ unchanged; one with ``taskIds`` (which needs the tasks extension, else -32021) g
 stream carrying both the core events it asked for and a ``notifications/tasks``
 (the full DetailedTask, as ``tasks/get`` would return it) on every change of an
 accepted task. Only ids visible to the caller are accepted and echoed in the ack.
+
+A task may be run by another process sharing the task store, whose changes this
+process never hears of: the stream also re-reads the accepted rows every ``poll_s`` and
+pushes those whose ``lastUpdatedAt`` moved since the last push.
 """
 
 from __future__ import annotations
@@ -110,11 +114,20 @@ class TaskListenHandler:
                 ),
                 related_request_id=subscription_id,
             )
-            async for item in recv:
+            store = self._ext.runtime.store
+            # Rows as acknowledged: only later changes are pushed.
+            seen = {t: r.updated_at_ms for t in wanted if (r := store.get(t)) is not None}
+            while True:
+                with anyio.move_on_after(self._ext.runtime.poll_s) as tick:
+                    item = await recv.receive()
+                if tick.cancelled_caught:
+                    self._poll(wanted, seen, send)
+                    continue
                 if isinstance(item, str):
                     record = self._ext.runtime.store.get(item)
                     if record is None:
                         continue
+                    seen[item] = record.updated_at_ms
                     body = detailed_2026(record).wire()
                     body.pop("resultType", None)
                     body["_meta"] = meta
@@ -132,6 +145,14 @@ class TaskListenHandler:
             send.close()
             recv.close()
         return SubscriptionsListenResult(_meta=meta)
+
+    def _poll(self, wanted: set[str], seen: dict[str, int], send: Any) -> None:
+        """Offer the tasks whose row changed since their last push (changed elsewhere)."""
+        for task_id in list(wanted):
+            record = self._ext.runtime.store.get(task_id)
+            if record is not None and seen.get(task_id) != record.updated_at_ms:
+                seen[task_id] = record.updated_at_ms
+                _offer(send, task_id)
 
 
 def _offer(send: Any, item: Any) -> None:

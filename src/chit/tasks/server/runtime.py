@@ -14,7 +14,6 @@ loop that would stall every request of the process, ``tasks/cancel`` included.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import secrets
@@ -26,18 +25,13 @@ from typing import Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
-from mcp.shared.exceptions import MCPError
 
 from chit.tasks.clock import Now, to_ms, utc_now
+from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.store import TaskRecord, TaskStore
-from chit.tasks.server.tools import (
-    PreInput,
-    TaskTool,
-    ToolFn,
-    build_task_tool,
-)
+from chit.tasks.server.tools import PreInput, TaskTool, ToolFn, build_task_tool
 from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
 
 logger = logging.getLogger(__name__)
@@ -45,25 +39,7 @@ T = TypeVar("T")
 
 MINUTE_MS = 60_000
 DAY_MS = 24 * 60 * MINUTE_MS
-NOT_FOUND_MESSAGE = "Failed to retrieve task: Task not found"
-"""The one message for unknown, expired and foreign ids (they must be indistinguishable)."""
-
-
-class TaskError(MCPError):
-    """A JSON-RPC error raised by the runtime (handlers let it propagate)."""
-
-
-def not_found() -> TaskError:
-    """Return the error for an unknown, expired or foreign task id."""
-    return TaskError(code=INVALID_PARAMS, message=NOT_FOUND_MESSAGE)
-
-
-def args_digest(tool: str, arguments: dict[str, Any]) -> str:
-    """Return the SHA-256 of the canonical JSON of (tool, arguments)."""
-    canonical = json.dumps(
-        [tool, arguments], sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+__all__ = ["NOT_FOUND_MESSAGE", "TaskError", "TaskRuntime", "args_digest", "not_found"]
 
 
 class TaskRuntime:
