@@ -18,6 +18,7 @@ import sqlite_utils
 from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
 from chit.home import Home
+from chit.receipts.answers import validate_answer
 from chit.sidecar.db import open_sidecar_db
 from chit.store import immediate
 from chit.store.db import fetch_all, fetch_one, write
@@ -109,15 +110,19 @@ def pending(db: sqlite_utils.Database, *, include_done: bool = False) -> list[De
 
 
 def _check_schema(schema: dict[str, Any] | None, answer: Any) -> None:
-    """A shallow check of the answer against the question's object schema."""
+    """Check the answer against the question's form schema with the shared rules.
+
+    The same ``validate_answer`` the TUI and ``chit answer`` use, so an answer given
+    through ``chit sidecar decide`` is held to exactly the rules of one given in the TUI.
+    """
     if not schema:
         return
     if schema.get("type") == "object":
         if not isinstance(answer, dict):
             raise UsageError("the answer must be a JSON object")
-        missing = [k for k in schema.get("required", []) if k not in answer]
-        if missing:
-            raise UsageError(f"the answer misses required field(s): {', '.join(missing)}")
+        problems = validate_answer(schema, answer)
+        if problems:
+            raise UsageError("invalid answer: " + "; ".join(problems))
 
 
 def decide(db: sqlite_utils.Database, decision_id: str, answer: Any) -> Decision:
