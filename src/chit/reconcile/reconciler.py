@@ -243,7 +243,19 @@ class Reconciler:
             return await self.writer.submit(receipt_id, [failure_event(exc, source)], base=receipt)
         self.pool.succeeded(receipt.server)
         # A hint that found nothing new writes nothing: the schedule stays as it was.
-        after = await self.writer.submit(receipt_id, events, base=receipt, skip_freshness=hinted)
+        try:
+            after = await self.writer.submit(
+                receipt_id, events, base=receipt, skip_freshness=hinted
+            )
+        except (OverflowError, ValueError) as exc:
+            # The reply parsed but cannot be folded (e.g. a TTL past year 9999): a
+            # malformed answer, recorded as such instead of failing the check.
+            bad = RetrievalFailed(
+                condition=RetrievalCondition.UNREACHABLE,
+                message=f"protocol_violation: unusable reply ({exc})"[:300],
+                source=source,
+            )
+            return await self.writer.submit(receipt_id, [bad], base=receipt)
         self.push.track(after.server, task_id, live=not after.is_terminal)
         if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
             self.inbox.ensure_watch(after, task_id)
