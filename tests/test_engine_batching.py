@@ -84,7 +84,10 @@ async def test_batch_commits_once_and_isolates_a_stale_receipt(tmp_path: Path) -
 async def test_hint_without_news_writes_nothing(tmp_path: Path) -> None:
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
     async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
-        (rid,) = await _receipts(sup, 1)
+        # A task parked on input does not change between checks (slow_compute would:
+        # its status message moves every step).
+        rid = (await sup.call("demo", "confirm_delete", {"filename": "a.txt"})).receipt_id
+        await sup.follow(rid)
         await sup.reconciler.check(rid, ObservationSource.POLL)
         before = sup.store.receipts.require(rid)
         rows = sup.store.observations.count(rid)
