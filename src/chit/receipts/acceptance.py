@@ -22,12 +22,24 @@ of server-supplied text (``.*.*x``), so ``text matches`` is refused with a point
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
+
+from chit.receipts._acceptance_json import (
+    DECODER,
+    MISSING,
+    NAME,
+    PathStep,
+    compare,
+    depth,
+    dumps,
+    json_source,
+    lookup,
+    render_path,
+    show,
+)
 
 __all__ = [
     "CHECK_MAX",
@@ -42,18 +54,10 @@ __all__ = [
 CHECK_MAX: Final = 2000
 """Longest accepted expression, in characters."""
 _DEPTH_MAX: Final = 32
-_SHOW: Final = 60
 _OPS: Final = ("==", "!=", "<=", ">=", "<", ">")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INDEX = re.compile(r"-?[0-9]+")
 _BARE = re.compile(r"[^\s()]+")
-_DECODER = json.JSONDecoder(
-    parse_constant=lambda name: _reject_constant(name),
-    parse_float=lambda text: _finite(float(text)),
-)
-
-PathStep: TypeAlias = str | int
 
 
 class AcceptanceSyntaxError(ValueError):
@@ -122,53 +126,16 @@ class Check:
         return _render(self.node)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError("number out of range")
-    return value
-
-
-def _depth(value: Any) -> int:
-    depth, level = 0, [(value, 1)]
-    while level:
-        item, d = level.pop()
-        depth = max(depth, d)
-        if isinstance(item, list | dict):
-            level.extend((v, d + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return depth
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def render_path(path: Sequence[PathStep]) -> str:
-    """Render a parsed path in its normalized ``$``-form, e.g. ``$.items[0]["a b"]``."""
-    out = ["$"]
-    for step in path:
-        if isinstance(step, int):
-            out.append(f"[{step}]")
-        elif _NAME.fullmatch(step):
-            out.append(f".{step}")
-        else:
-            out.append(f"[{_dumps(step)}]")
-    return "".join(out)
-
-
 def _render(node: Node, parent: str | None = None) -> str:
     match node:
         case _IsError():
             return "isError"
         case _Contains(needle):
-            return f"text contains {_dumps(needle)}"
+            return f"text contains {dumps(needle)}"
         case _Json(path, "exists"):
             return f"json {render_path(path)} exists"
         case _Json(path, op, value):
-            return f"json {render_path(path)} {op} {_dumps(value)}"
+            return f"json {render_path(path)} {op} {dumps(value)}"
         case _Not(inner):
             return f"not {_render(inner, 'not')}"
         case _Bool(op, items):
@@ -280,12 +247,12 @@ class _Parser:
         self.skip()
         start = self.pos
         try:
-            value, end = _DECODER.raw_decode(self.text, start)
+            value, end = DECODER.raw_decode(self.text, start)
         except (ValueError, RecursionError):
             raise self.fail(
                 'a JSON value (strings in "double quotes", true, false, null, 1.5)'
             ) from None
-        if _depth(value) > _DEPTH_MAX:
+        if depth(value) > _DEPTH_MAX:
             raise self.fail(f"a JSON value nested at most {_DEPTH_MAX} deep")
         self.pos = end
         return value
@@ -317,7 +284,7 @@ class _Parser:
         return tuple(steps)
 
     def segment(self) -> PathStep:
-        m = _NAME.match(self.text, self.pos) or _INDEX.match(self.text, self.pos)
+        m = NAME.match(self.text, self.pos) or _INDEX.match(self.text, self.pos)
         if m is None or m.group().startswith("-"):
             raise self.fail("a path like $.items[0].id or items.0.id")
         self.pos = m.end()
@@ -358,74 +325,6 @@ def result_text(result: Mapping[str, Any]) -> str:
     )
 
 
-_MISSING: Final = object()
-
-
-def _json_source(result: Mapping[str, Any]) -> tuple[Any, str]:
-    structured = result.get("structuredContent")
-    if structured is not None:
-        return structured, "structuredContent"
-    content = result.get("content")
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, Mapping) and block.get("type") == "text":
-            try:
-                return json.loads(str(block.get("text")), parse_constant=_reject_constant), (
-                    "the JSON text block"
-                )
-            except (ValueError, RecursionError):
-                continue
-    return _MISSING, "no structuredContent and no JSON text block"
-
-
-def _lookup(root: Any, path: tuple[PathStep, ...]) -> tuple[Any, str]:
-    node = root
-    for n, step in enumerate(path):
-        where = render_path(path[: n + 1])
-        if isinstance(node, Mapping):
-            key = str(step)
-            if key not in node:
-                return _MISSING, f"{where} is missing"
-            node = node[key]
-        elif isinstance(node, list) and isinstance(step, int):
-            if not -len(node) <= step < len(node):
-                return _MISSING, f"{where} is missing (list length {len(node)})"
-            node = node[step]
-        else:
-            return _MISSING, f"{where} is missing ({render_path(path[:n])} is {_show(node)})"
-    return node, ""
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(map(_json_equal, a, b))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
-
-
-def _compare(found: Any, op: str, value: Any) -> bool | None:
-    if op in ("==", "!="):
-        return _json_equal(found, value) == (op == "==")
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (found, value))
-    strings = isinstance(found, str) and isinstance(value, str)
-    if not (numbers or strings):
-        return None
-    if numbers and not all(math.isfinite(v) for v in (found, value)):
-        return None
-    return bool(
-        {"<": found < value, "<=": found <= value, ">": found > value, ">=": found >= value}[op]
-    )
-
-
-def _show(value: Any) -> str:
-    text = _dumps(value)
-    return text if len(text) <= _SHOW else text[: _SHOW - 1] + "…"
-
-
 def _leaf(node: Node, result: Mapping[str, Any]) -> tuple[bool, str]:
     match node:
         case _IsError():
@@ -436,16 +335,16 @@ def _leaf(node: Node, result: Mapping[str, Any]) -> tuple[bool, str]:
             found = needle in text
             return found, f"{'found' if found else 'not found'} in {len(text)} characters of text"
         case _Json(path, op, value):
-            root, source = _json_source(result)
-            if root is _MISSING:
+            root, source = json_source(result)
+            if root is MISSING:
                 return False, source
-            found, missing = _lookup(root, path)
-            if found is _MISSING:
+            found, missing = lookup(root, path)
+            if found is MISSING:
                 return False, f"{missing} in {source}"
-            ok = True if op == "exists" else _compare(found, op, value)
+            ok = True if op == "exists" else compare(found, op, value)
             if ok is None:
                 ok, source = False, f"{source}; it cannot be compared with {op}"
-            return ok, f"{render_path(path)} is {_show(found)} in {source}"
+            return ok, f"{render_path(path)} is {show(found)} in {source}"
     raise AssertionError(node)  # pragma: no cover
 
 
