@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from importlib import metadata
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anyio
 from mcp import Client
@@ -24,7 +23,6 @@ from mcp_types import (
     INVALID_REQUEST,
     CallToolResult,
     ErrorData,
-    Implementation,
     InputRequest,
     InputResponse,
     RequestParamsMeta,
@@ -33,9 +31,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from chit.tasks import wire
 from chit.tasks.client import legacy, modern
+from chit.tasks.client.connect import Mode, connect, negotiated_generation
 from chit.tasks.client.discovery import list_tool_infos, summarize
 from chit.tasks.client.errors import IncompatibleError, TransientError, classify
-from chit.tasks.client.extension import TasksClientExtension
 from chit.tasks.client.inputs import HintCallback, InputHandler, InputRouter
 from chit.tasks.client.listen import listen_tasks
 from chit.tasks.client.models import (
@@ -50,21 +48,13 @@ from chit.tasks.client.models import (
     ToolInfo,
 )
 from chit.tasks.client.parse import parse_call_result
-from chit.tasks.client.spec import ServerSpec, open_target
+from chit.tasks.client.spec import ServerSpec
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["auto", "legacy", "2026"]
 POLL_FLOOR_S = 0.05
 POLL_CEILING_S = 10.0
 DEFAULT_POLL_S = 1.0
-
-
-def _version() -> str:
-    try:
-        return metadata.version("chit")
-    except metadata.PackageNotFoundError:  # running from a source tree without metadata
-        return "0"
 
 
 class TaskClient:
@@ -119,25 +109,15 @@ class TaskClient:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            target = await open_target(self.spec, stack)
-            client = Client(
-                target,
-                # "2026" negotiates like "auto" and is checked below: pinning the SDK to
-                # the version would skip server/discover and lose the capabilities.
-                mode="auto" if self.mode == "2026" else self.mode,
-                read_timeout_seconds=self.read_timeout,
-                elicitation_callback=self._router.on_elicit,
-                sampling_callback=self._router.on_sample if self._declare_sampling else None,
-                extensions=[TasksClientExtension(self._on_notification)],
-                client_info=Implementation(name="chit", version=_version()),
-                cache=None,
+            self._client = await connect(
+                self.spec,
+                stack,
+                mode=self.mode,
+                read_timeout=self.read_timeout,
+                router=self._router,
+                declare_sampling=self._declare_sampling,
+                on_notification=self._on_notification,
             )
-            self._client = await stack.enter_async_context(client)
-            if self.mode == "2026" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                raise IncompatibleError(
-                    f"server negotiated {client.protocol_version}, not 2026-07-28",
-                    method="server/discover",
-                )
         except BaseException as exc:
             # Close without re-raising through the stack: the SDK's task groups would wrap
             # ``exc`` in an ExceptionGroup and hide the typed error from callers.
@@ -174,13 +154,7 @@ class TaskClient:
     @property
     def generation(self) -> wire.Generation | None:
         """The task generation this connection uses, or ``None`` when it has none."""
-        caps = self.client.server_capabilities
-        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return wire.PROTOCOL_2026 if wire.EXTENSION_ID in (caps.extensions or {}) else None
-        tasks = caps.tasks
-        if tasks and tasks.requests and tasks.requests.tools and tasks.requests.tools.call:
-            return wire.PROTOCOL_2025
-        return None
+        return negotiated_generation(self.client)
 
     def _require(self, method: str) -> wire.Generation:
         gen = self.generation
