@@ -157,3 +157,18 @@ def test_intents_listing_and_abandon(env: dict[str, str]) -> None:
     listed = chit(env, "intents", "--json")
     assert listed.code == 0 and json.loads(listed.out) == []
     assert chit(env, "intents", "abandon", "NOPE").code == 2
+
+
+def test_call_on_a_stdio_server_warns_that_the_task_stops_with_chit(tmp_path: Path) -> None:
+    from chit.tasks.client import StdioServer
+
+    home = tmp_path / "home"
+    argv = ("-m", "chit", "demo-server", "--db", str(tmp_path / "tasks.db"))
+    write_config(home, {"demo": StdioServer(sys.executable, argv)})
+    env = no_keyring_env(home)
+    env.update(file_key_env(home))
+    started = run_chit("call", "demo", "slow_compute", "--arg", "seconds=30", env=env)
+    assert started.code == 0, started.err
+    assert "stdio server" in started.err and "--wait" in started.err
+    quick = run_chit("call", "demo", "greet", "--arg", "name=x", env=env)
+    assert quick.code == 0 and "stdio server" not in quick.err  # finished: nothing to warn

@@ -96,3 +96,23 @@ def test_bad_input_is_one_line_with_a_documented_code(tmp_path: Path) -> None:
 def test_version() -> None:
     ran = run_chit("--version", env={"PATH": "/usr/bin:/bin"})
     assert ran.code == 0 and ran.out.startswith("chit, version ")
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home = Home(tmp_path)
+    for n in range(3):
+        seed_receipt(home, handle=f"{HANDLE}{n}", now=NOW)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chit", "export", "--jsonl"],
+        env=no_keyring_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `chit export | head -0`: the reader is gone before we write
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "internal error" not in err and "Traceback" not in err

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from chit.cli.context import home_of
 from chit.cli.engine import (
     json_object,
     parse_arguments,
@@ -93,10 +94,34 @@ def call(
 
     receipt = run_engine(ctx, work)
     print_receipt(receipt, as_json)
+    if not wait and not receipt.is_terminal:
+        _warn_if_stdio(ctx, server)
     if wait:
         code = wait_exit_code(receipt)
         if code is not ExitCode.OK:
             sys.exit(int(code))
+
+
+def _warn_if_stdio(ctx: click.Context, server: str) -> None:
+    """Say plainly that a stdio server's task stops with this command.
+
+    A stdio server is a child of the process that spawned it: when ``chit call`` exits,
+    the server (and the task it runs) goes with it, and the receipt will truthfully end
+    ``failed``. The user should know that *before* walking away.
+    """
+    from chit.servers import Registry
+
+    try:
+        spec = Registry.for_home(home_of(ctx)).get(server)
+    except Exception:  # a warning must never turn a successful call into an error
+        return
+    if spec.transport == "stdio":
+        click.echo(
+            f"chit: note: {server} is a stdio server; it runs inside this command and its"
+            " task stops when chit exits. Use --wait to follow it here, or register the"
+            " server over HTTP (chit servers add NAME --url …) and let `chit daemon` follow it.",
+            err=True,
+        )
 
 
 @click.command("answer")

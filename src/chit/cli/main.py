@@ -31,6 +31,12 @@ class ChitGroup(click.Group):
             fail(f"store error: {exc}", ExitCode.STORE)
         except KeyboardInterrupt:
             fail("interrupted", ExitCode.INTERNAL)
+        except BrokenPipeError:
+            # The reader went away (``chit receipts | head``): not an error. Point stdout
+            # at /dev/null so the interpreter's final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(int(ExitCode.OK))
         except Exception as exc:  # a bug: keep the terminal clean, offer the details
             if os.environ.get("CHIT_DEBUG"):
                 raise
