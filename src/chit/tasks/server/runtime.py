@@ -27,6 +27,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chit.tasks.clock import Now, to_ms, utc_now
+from chit.tasks.server.creation import create_task
 from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
@@ -213,62 +214,18 @@ class TaskRuntime:
         Raises:
             TaskError: -32602 for oversized or invalid arguments or a key conflict.
         """
-        self.check_size(arguments)
-        try:
-            args = tool.validate(arguments)
-        except Exception as exc:
-            raise TaskError(code=INVALID_PARAMS, message=str(exc)) from exc
-        now = self.now_ms()
-        ttl = self.clamp_ttl(ttl_ms)
-        record = TaskRecord(
-            id=secrets.token_urlsafe(24),
+        return await create_task(
+            self,
+            tool,
+            arguments,
             principal=principal,
-            tool=tool.name,
-            args=args,
-            args_digest=args_digest(tool.name, args),
-            request_key=request_key,
-            status="working",
-            status_message="Queued",
-            created_at_ms=now,
-            updated_at_ms=now,
-            ttl_ms=ttl,
-            expires_at_ms=now + ttl,
-            poll_interval_ms=self.poll_interval_ms,
             protocol=protocol,
-            input_responses=dict(gathered or {}),
-            resumable=tool.resumable,
+            ttl_ms=ttl_ms,
+            request_key=request_key,
             progress_token=progress_token,
-            owner_id=self.owner_id,
+            gathered=gathered,
+            session=session,
         )
-        if request_key is None:
-            await self.write(self.store.purge_expired, now)
-            await self.write(self.store.insert, record)
-        else:
-            existing = await self.write(self.store.insert_keyed, record)
-            if existing is not None:
-                return await self._retry(existing, record)
-        self.notifier.bind(record.id, session, progress_token)
-        self.start(record.id)
-        return record
-
-    async def _retry(self, existing: TaskRecord, attempt: TaskRecord) -> TaskRecord:
-        """Answer a keyed retry with the earlier task, renewing its visibility if expired."""
-        if existing.args_digest != attempt.args_digest:
-            raise TaskError(
-                code=INVALID_PARAMS,
-                message=(
-                    f"Request key already used for a different call of tool {attempt.tool!r}: "
-                    "the arguments differ; use a new key for a new request"
-                ),
-            )
-        now = attempt.created_at_ms
-        if existing.expires_at_ms <= now:
-            # Renew the polling window; report the lifetime from the original creation.
-            expires = now + attempt.ttl_ms
-            ttl = expires - existing.created_at_ms
-            await self.write(self.store.update, existing.id, expires_at_ms=expires, ttl_ms=ttl)
-            existing.expires_at_ms, existing.ttl_ms = expires, ttl
-        return existing
 
     # --- lookup ---------------------------------------------------------------------
 
