@@ -40,7 +40,7 @@ def register_task_tools(runtime: TaskRuntime) -> None:
 
     @runtime.task_tool("slow_compute", task_support="optional")
     async def slow_compute(task: TaskContext, seconds: float = 1.0, label: str = "job") -> str:
-        """Work for ``seconds`` seconds, reporting progress; cancellable at any step."""
+        """Work for `seconds` seconds, reporting progress; cancellable at any step."""
         steps = max(1, min(100, int(seconds * 4)))
         for step in range(steps):
             await task.progress(step, steps, f"Computing {label}: step {step + 1} of {steps}")
@@ -57,14 +57,14 @@ def register_task_tools(runtime: TaskRuntime) -> None:
 
     @runtime.task_tool("protocol_error_job", task_support="optional")
     async def protocol_error_job(task: TaskContext) -> str:
-        """Fails with a JSON-RPC error (the task becomes ``failed`` with ``error``)."""
+        """Fails with a JSON-RPC error (the task becomes `failed` with `error`)."""
         await task.set_status("Loading job state")
         await anyio.sleep(0.2)
         raise TaskProtocolError(-32603, "Internal error: job state is corrupt", {"stage": "load"})
 
     @runtime.task_tool("confirm_delete", task_support="optional")
     async def confirm_delete(task: TaskContext, filename: str = "example.txt") -> str:
-        """Ask for confirmation, then (pretend to) delete ``filename``."""
+        """Ask for confirmation, then (pretend to) delete `filename`."""
         await task.set_status(f"Checking {filename}")
         answer = await task.request_input(
             f"Delete {filename}? This cannot be undone.", CONFIRM_SCHEMA, key="confirm"
@@ -97,7 +97,7 @@ def register_task_tools(runtime: TaskRuntime) -> None:
         pre_inputs=(PreInput("user_name", "What is your name?", NAME_SCHEMA),),
     )
     async def test_tool_with_task(task: TaskContext) -> str:
-        """Gathers ``user_name`` first (multi-round-trip), then works as a task."""
+        """Gathers `user_name` first (multi-round-trip), then works as a task."""
         name = (_accepted(task.gathered.get("user_name", {})) or {}).get("name", "stranger")
         await task.set_status(f"Preparing a greeting for {name}")
         await anyio.sleep(0.3)
