@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_support import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 TOOLS = REPO / ".tools"
 EVERYTHING_PKG = "@modelcontextprotocol/server-everything"
@@ -68,13 +70,6 @@ def npm_install(package: str, version: str, prefix: Path) -> Path:
 def everything_entry() -> Path:
     """Return server-everything's ``dist/index.js`` (installing it if needed)."""
     return npm_install(EVERYTHING_PKG, EVERYTHING_VERSION, EVERYTHING_PREFIX) / "dist" / "index.js"
-
-
-def free_port() -> int:
-    """Return a TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:

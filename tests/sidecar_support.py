@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from chit.sidecar.anchors import SidecarStore
 from chit.sidecar.executor import Executor
 from chit.sidecar.owner import StaticOwnerResolver
 from chit.vault import KeyStoreUnavailable, MemoryKeyStore
+from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-exported
 
 PYTHON = sys.executable
 OWNER = "acct-test"
@@ -83,48 +82,17 @@ def env_for(home: Home) -> dict[str, str]:
     return env
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def start_http(home: Home, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``chit sidecar --http`` on a free port; return (process, URL) once it listens."""
-    port = free_port()
-    log = open(home.root / f"sidecar-http-{port}.log", "wb")  # noqa: SIM115 - process-long
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "chit", "sidecar", "--http", f"127.0.0.1:{port}", *extra],
+    return start_chit_http(
+        ["sidecar", *extra],
         env=env_for(home),
+        log_dir=home.root,
+        log_name="sidecar",
+        what="sidecar",
+        python=PYTHON,
         stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            text = (home.root / f"sidecar-http-{port}.log").read_text()
-            raise RuntimeError(f"sidecar exited: {text}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError("sidecar did not listen within 20 s")
-
-
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """Terminate a subprocess we started, then kill it if needed."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 def check_crash_invariants(db_path: Path, acked: dict[tuple[str, str], str]) -> None:

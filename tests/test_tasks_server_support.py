@@ -9,10 +9,8 @@ through ``send_request`` (see ``notes/mcp-tasks.md`` §4.4).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from mcp.client import Client
 from mcp.client.extension import advertise
 
 from chit.tasks.wire import EXTENSION_ID, TERMINAL_STATUSES
+from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-exported
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
@@ -85,14 +84,6 @@ async def poll(
             await anyio.sleep(0.05)
 
 
-def free_port() -> int:
-    """Return a free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def demo_env(tmp: Path) -> dict[str, str]:
     """Environment for a ``chit demo-server`` subprocess (isolated CHIT_HOME)."""
     env = dict(os.environ)
@@ -102,33 +93,11 @@ def demo_env(tmp: Path) -> dict[str, str]:
 
 def start_http_server(db: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``chit demo-server --http`` on a free port; return (process, URL) once ready."""
-    port = free_port()
-    log = open(tmp / f"demo-http-{port}.log", "wb")  # noqa: SIM115 - lives as long as the process
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "chit", "demo-server", "--http", f"127.0.0.1:{port}", "--db", str(db)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    return start_chit_http(
+        ["demo-server", "--db", str(db)],
         env=demo_env(tmp),
+        log_dir=tmp,
+        log_name="demo",
+        what="demo server",
+        python=PYTHON,
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"demo server exited: {(tmp / f'demo-http-{port}.log').read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError("demo server did not become ready within 20 s")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate a server subprocess we started (kill after 5 s)."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
