@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
 
 from chit.demo.server import build_demo_server
-from tests.test_tasks_server_support import create, make_client, poll, raw
+from tests.test_tasks_server_support import TaskWatch, create, make_client, poll, raw
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -265,29 +265,9 @@ async def test_2025_progress_token_lives_with_the_task(server: Any) -> None:
 
 
 async def test_2026_listen_for_task_notifications(server: Any) -> None:
-    from mcp.client.extension import ClientExtension, NotificationBinding
-    from mcp_types import NotificationParams
-    from pydantic import ConfigDict
-
-    class Params(NotificationParams):
-        model_config = ConfigDict(extra="allow")
-
-    seen: list[dict[str, Any]] = []
-
-    async def on_tasks(params: Params) -> None:
-        seen.append(params.model_extra or {})
-
-    class Watch(ClientExtension):
-        identifier = "io.github.chit/test-watch"
-
-        def notifications(self) -> list[NotificationBinding[Any]]:
-            return [
-                NotificationBinding(
-                    method="notifications/tasks", params_type=Params, handler=on_tasks
-                )
-            ]
-
-    async with make_client(server, "2026", extensions=[Watch()]) as client:
+    watch = TaskWatch()
+    seen = watch.seen
+    async with make_client(server, "2026", extensions=[watch]) as client:
         task_id = (await create(client, "2026", "slow_compute", {"seconds": 1.0, "label": "push"}))[
             "taskId"
         ]

@@ -21,7 +21,15 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from chit.tasks.server.store import TaskStore
-from tests.test_tasks_server_support import PYTHON, create, demo_env, make_client, poll, raw
+from tests.test_tasks_server_support import (
+    PYTHON,
+    TaskWatch,
+    create,
+    demo_env,
+    make_client,
+    poll,
+    raw,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -246,32 +254,12 @@ async def test_2025_cancel_many_under_load_is_prompt(tmp_path: Path) -> None:
 
 
 async def test_2026_listen_in_other_process_sees_completion(tmp_path: Path) -> None:
-    from mcp.client.extension import ClientExtension, NotificationBinding
-    from mcp_types import NotificationParams
-    from pydantic import ConfigDict
-
-    class Params(NotificationParams):
-        model_config = ConfigDict(extra="allow")
-
-    seen: list[dict[str, Any]] = []
-
-    async def on_tasks(params: Params) -> None:
-        seen.append(params.model_extra or {})
-
-    class Watch(ClientExtension):
-        identifier = "io.github.chit/test-watch"
-
-        def notifications(self) -> list[NotificationBinding[Any]]:
-            return [
-                NotificationBinding(
-                    method="notifications/tasks", params_type=Params, handler=on_tasks
-                )
-            ]
-
+    watch = TaskWatch()
+    seen = watch.seen
     db = tmp_path / "shared.db"
     async with (
         make_client(server(db, tmp_path), "2026") as a,
-        make_client(server(db, tmp_path), "2026", extensions=[Watch()]) as b,
+        make_client(server(db, tmp_path), "2026", extensions=[watch]) as b,
     ):
         task_id = (await create(a, "2026", "slow_compute", {"seconds": 1, "label": "p"}))["taskId"]
         async with anyio.create_task_group() as tg:

@@ -17,7 +17,9 @@ from typing import Any
 
 import anyio
 from mcp.client import Client
-from mcp.client.extension import advertise
+from mcp.client.extension import ClientExtension, NotificationBinding, advertise
+from mcp_types import NotificationParams
+from pydantic import ConfigDict
 
 from chit.tasks.wire import EXTENSION_ID, TERMINAL_STATUSES
 from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-exported
@@ -82,6 +84,30 @@ async def poll(
             if task["status"] in wanted or task["status"] in TERMINAL_STATUSES:
                 return task
             await anyio.sleep(0.05)
+
+
+class _TaskNotification(NotificationParams):
+    model_config = ConfigDict(extra="allow")
+
+
+class TaskWatch(ClientExtension):
+    """A client extension recording every ``notifications/tasks`` payload in ``seen``."""
+
+    identifier = "io.github.chit/test-watch"
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        """Observe ``notifications/tasks``."""
+        return [
+            NotificationBinding(
+                method="notifications/tasks", params_type=_TaskNotification, handler=self._on_tasks
+            )
+        ]
+
+    async def _on_tasks(self, params: _TaskNotification) -> None:
+        self.seen.append(params.model_extra or {})
 
 
 def demo_env(tmp: Path) -> dict[str, str]:
