@@ -10,12 +10,16 @@ import sqlite_utils
 
 from chit import clock
 from chit.receipts import LifecycleState, Observation, ObservationKind, ObservationSource
-from chit.store.db import fetch_all, fetch_one, immediate, write
+from chit.store.db import fetch_all, immediate, write
 from chit.store.errors import RecordNotFound
 
+# The next per-receipt sequence number is computed by the INSERT itself (an index lookup
+# on the primary key) and handed back by RETURNING: one statement per row instead of a
+# max(seq) query plus an insert.
 _INSERT = (
     "INSERT INTO observations (receipt_id, seq, at, source, kind, status, message, applied,"
-    " changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " changes) SELECT :rid, coalesce(max(seq), 0) + 1, :at, :source, :kind, :status,"
+    " :message, :applied, :changes FROM observations WHERE receipt_id = :rid RETURNING seq"
 )
 
 
@@ -26,33 +30,23 @@ def append_rows(db: sqlite_utils.Database, observations: Iterable[Observation]) 
     timeline order is the commit order even across processes.
     """
     seqs: list[int] = []
-    next_seq: dict[str, int] = {}
     for obs in observations:
-        if obs.receipt_id not in next_seq:
-            row = fetch_one(
-                db,
-                "SELECT coalesce(max(seq), 0) FROM observations WHERE receipt_id = ?",
-                [obs.receipt_id],
-            )
-            next_seq[obs.receipt_id] = int(row[0]) + 1
-        seq = next_seq[obs.receipt_id]
-        next_seq[obs.receipt_id] = seq + 1
-        write(
+        cursor = write(
             db,
             _INSERT,
-            [
-                obs.receipt_id,
-                seq,
-                clock.iso(obs.at),
-                obs.source.value,
-                obs.kind.value,
-                obs.status.value if obs.status is not None else None,
-                obs.message,
-                int(obs.applied),
-                json.dumps(list(obs.changes)),
-            ],
+            {
+                "rid": obs.receipt_id,
+                "at": clock.iso(obs.at),
+                "source": obs.source.value,
+                "kind": obs.kind.value,
+                "status": obs.status.value if obs.status is not None else None,
+                "message": obs.message,
+                "applied": int(obs.applied),
+                "changes": json.dumps(list(obs.changes)),
+            },
         )
-        seqs.append(seq)
+        seqs.append(int(cursor.fetchone()[0]))
+        cursor.close()  # a RETURNING statement stays open until its rows are read
     return seqs
 
 

@@ -43,6 +43,9 @@ _UPDATE = (
     " next_check_at = :next_check_at, expires_at = :expires_at,"
     " version = :version, doc = :doc"
     " WHERE receipt_id = :receipt_id AND version = :expected"
+    # The invariants ride in the WHERE clause (no read before every write): a terminal
+    # state never changes, nor does the request key. A miss is explained by ``_refused``.
+    " AND (active = 1 OR state = :state) AND request_key = :request_key"
 )
 # Everything but the sealed blob: list/get never load ciphertext they do not need.
 _READ = "SELECT doc FROM receipts"
@@ -208,24 +211,8 @@ class ReceiptRepository:
         params = _params(stored)
         params["expected"] = expected
         with immediate(self._db):
-            row = fetch_one(
-                self._db,
-                "SELECT version, state, request_key FROM receipts WHERE receipt_id = ?",
-                [receipt.receipt_id],
-            )
-            if row is None:
-                raise RecordNotFound(f"no receipt {receipt.receipt_id}")
-            if int(row["version"]) != expected:
-                raise StaleWrite(
-                    f"receipt {receipt.receipt_id} changed (version {row['version']}, "
-                    f"expected {expected})"
-                )
-            old_state = LifecycleState(row["state"])
-            if old_state.is_terminal and stored.state != old_state:
-                raise Conflict(f"receipt {receipt.receipt_id} is {old_state}: terminal")
-            if row["request_key"] != stored.request_key:
-                raise Conflict("a receipt's request key never changes")
-            write(self._db, _UPDATE, params)
+            if write(self._db, _UPDATE, params).rowcount != 1:
+                raise self._refused(stored, expected)
             if wipe_handle:
                 write(
                     self._db,
@@ -234,6 +221,25 @@ class ReceiptRepository:
                 )
             append_rows(self._db, observations)
         return stored
+
+    def _refused(self, stored: Receipt, expected: int) -> Exception:
+        """Why the guarded UPDATE matched no row (read only when it did not)."""
+        row = fetch_one(
+            self._db,
+            "SELECT version, state, request_key FROM receipts WHERE receipt_id = ?",
+            [stored.receipt_id],
+        )
+        if row is None:
+            return RecordNotFound(f"no receipt {stored.receipt_id}")
+        if int(row["version"]) != expected:
+            return StaleWrite(
+                f"receipt {stored.receipt_id} changed (version {row['version']}, "
+                f"expected {expected})"
+            )
+        old_state = LifecycleState(row["state"])
+        if old_state.is_terminal and stored.state != old_state:
+            return Conflict(f"receipt {stored.receipt_id} is {old_state}: terminal")
+        return Conflict("a receipt's request key never changes")
 
     def delete(self, receipt_id: str) -> bool:
         """Delete a receipt and (cascade) its timeline; return whether it existed."""
