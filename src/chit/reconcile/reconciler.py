@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -40,11 +41,16 @@ from chit.reconcile.inbox import LegacyInbox
 from chit.reconcile.outcomes import result_event, result_json, status_event
 from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.writer import ReceiptWriter
-from chit.store.db import fetch_all
+from chit.store.db import fetch_all, fetch_one
 from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
+from chit.tasks.client.inputs import Hint
 from chit.tasks.client.models import TaskOutcome
 
 log = logging.getLogger("chit.reconcile")
+
+HINT_PULL_S = 5.0
+"""A message-only hint brings the receipt's next check to within this (never sooner: at
+most one extra check per receipt per interval however often its message changes)."""
 
 IDLE_TICK_S = 0.05
 """Longest sleep between schedule scans: receipts written by other processes are seen
@@ -119,20 +125,72 @@ class Reconciler:
         self._again: set[str] = set()
         self._hinted: set[str] = set()
         self._wake = anyio.Event()
+        self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (anyio time)
+        self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
         self.checks = 0
+        self.message_hints = 0
 
     # --- hints --------------------------------------------------------------------------
 
     async def on_hint(self, task_id: str) -> None:
-        """A server said a task changed: check it now (never trust the push itself)."""
+        """A server said a task changed: check it now, unless only its message moved.
+
+        ``task_id`` may be a :class:`Hint` carrying the notified status. A hint that
+        shows the stored non-terminal status again (a status-*message* change) only pulls
+        the next check earlier (:meth:`_pull`); a different status - a transition, the
+        end, ``input_required`` - or an unknown one triggers an immediate, coalesced
+        ``tasks/get``. Nothing the push said is ever written without that ``tasks/get``.
+        """
         receipt_id = self.handles.receipt_for(task_id)
         if receipt_id is None:
+            return
+        status = task_id.status if isinstance(task_id, Hint) else None
+        if status is not None and self._same_status(receipt_id, status):
             return
         server = self._queued.get(receipt_id)
         if server is not None and self.pool.promote(server, receipt_id):
             return  # its check has not asked yet: it will see the change, and go first
         self._hinted.add(receipt_id)
         self._wake.set()
+
+    def _same_status(self, receipt_id: str, status: str) -> bool:
+        """True when ``status`` is what the store already says (no news but the message).
+
+        A matching live status pulls the next check earlier (bounded); a matching
+        terminal status needs nothing (a missing result is due by the schedule anyway).
+        ``input_required`` is never "the same": its prompts may have changed with it.
+        """
+        if status == LifecycleState.INPUT_REQUIRED.value:
+            return False
+        row = fetch_one(
+            self.store.db,
+            "SELECT state, active, next_check_at FROM receipts WHERE receipt_id = ?",
+            [receipt_id],
+        )
+        if row is None or row["state"] != status:
+            return False
+        if row["active"]:
+            self._pull(receipt_id, row["next_check_at"])
+        self.message_hints += 1
+        return True
+
+    def _pull(self, receipt_id: str, next_check_at: str | None) -> None:
+        """Bring a receipt's next check to within ``HINT_PULL_S`` (in memory, no write)."""
+        soon = clock.now() + timedelta(seconds=HINT_PULL_S)
+        if next_check_at is not None and clock.parse_iso(next_check_at) <= soon:
+            return  # the schedule already checks it soon enough
+        deadline = anyio.current_time() + HINT_PULL_S
+        if self._pulled.get(receipt_id, deadline + 1) > deadline:
+            self._pulled[receipt_id] = deadline
+
+    def _due_pulls(self) -> list[str]:
+        if not self._pulled:
+            return []
+        now = anyio.current_time()
+        due = [rid for rid, at in self._pulled.items() if at <= now]
+        for rid in due:
+            del self._pulled[rid]
+        return due
 
     # --- schedule -----------------------------------------------------------------------
 
@@ -184,6 +242,7 @@ class Reconciler:
             hinted, self._hinted = self._hinted, set()
             self.kick(hinted, ObservationSource.NOTIFICATION)
             self.kick(self.due_ids(), ObservationSource.POLL)
+            self.kick(self._due_pulls(), ObservationSource.POLL)
             self._wake = anyio.Event()
             with anyio.move_on_after(IDLE_TICK_S):
                 await self._wake.wait()
@@ -202,6 +261,7 @@ class Reconciler:
     # --- one check ------------------------------------------------------------------------
 
     async def _check_loop(self, rid: str, source: ObservationSource) -> None:
+        self._pulled.pop(rid, None)  # this check is the one the hint asked for
         try:
             await self._guarded(rid, source)
             while rid in self._again:
@@ -221,10 +281,11 @@ class Reconciler:
         self, receipt_id: str, source: ObservationSource = ObservationSource.POLL
     ) -> Receipt | None:
         """Ask the server about one receipt and record what it said (or why it could not)."""
-        receipt = self.store.receipts.get(receipt_id)
+        receipt = self._read(receipt_id)
         if receipt is None or receipt.protocol is TaskProtocol.SYNC:
             return receipt
         if receipt.is_terminal and not _needs_result(receipt):
+            self._known.pop(receipt_id, None)
             return receipt
         self.checks += 1
         try:
@@ -256,10 +317,32 @@ class Reconciler:
                 source=source,
             )
             return await self.writer.submit(receipt_id, [bad], base=receipt)
+        self._remember(after)
         self.push.track(after.server, task_id, live=not after.is_terminal)
         if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
             self.inbox.ensure_watch(after, task_id)
         return after
+
+    def _read(self, receipt_id: str) -> Receipt | None:
+        """The receipt as stored: the copy in hand when its version is still current.
+
+        Saves parsing the JSON document on every check; any other writer (an answer, a
+        cancel, another process) bumps the version and the row is read again.
+        """
+        known = self._known.get(receipt_id)
+        if known is not None:
+            row = fetch_one(
+                self.store.db, "SELECT version FROM receipts WHERE receipt_id = ?", [receipt_id]
+            )
+            if row is not None and int(row[0]) == known.version:
+                return known
+        return self.store.receipts.get(receipt_id)
+
+    def _remember(self, receipt: Receipt) -> None:
+        if receipt.is_terminal and not _needs_result(receipt):
+            self._known.pop(receipt.receipt_id, None)  # never checked again
+        else:
+            self._known[receipt.receipt_id] = receipt
 
     async def _ask(
         self, receipt: Receipt, task_id: str, source: ObservationSource, *, urgent: bool

@@ -34,7 +34,7 @@ from chit.tasks.client import legacy, modern
 from chit.tasks.client.connect import Mode, connect, negotiated_generation
 from chit.tasks.client.discovery import list_tool_infos, summarize
 from chit.tasks.client.errors import IncompatibleError, TransientError, classify
-from chit.tasks.client.inputs import HintCallback, InputHandler, InputRouter
+from chit.tasks.client.inputs import Hint, HintCallback, InputHandler, InputRouter
 from chit.tasks.client.listen import listen_tasks
 from chit.tasks.client.models import (
     CancelOutcome,
@@ -70,7 +70,8 @@ class TaskClient:
             in :meth:`result`, and synchronous (non-task) tool calls.
         input_handler: Answers elicitation/sampling for tasks without a per-task handler
             and pre-creation (MRTR) input; receives the related task id or ``None``.
-        on_hint: Called with a task id whenever a status notification arrives.
+        on_hint: Called with a :class:`~chit.tasks.client.inputs.Hint` (the task id as a
+            ``str``, plus the notified status) whenever a status notification arrives.
         declare_sampling: Also declare the sampling capability (routed like elicitation).
     """
 
@@ -365,13 +366,14 @@ class TaskClient:
     # --- server → client ----------------------------------------------------------------
 
     async def _on_notification(self, task_id: str, params: dict[str, Any]) -> None:
-        del params
         event = self._wakeups.get(task_id)
         if event is not None:
             event.set()
         if self._on_hint is not None:
             try:
-                await self._on_hint(task_id)
+                # The Hint is the task id (a str) plus the notified status, so a receiver
+                # can tell a transition from a message-only change without a tasks/get.
+                await self._on_hint(Hint.from_params(task_id, params))
             except Exception:
                 logger.exception("on_hint callback raised")
 

@@ -34,7 +34,47 @@ decline. A supervisor that parks input durably returns only once a human answere
 """
 
 HintCallback = Callable[[str], Awaitable[None]]
-"""Receives a task id whose status may have changed; re-poll it (never trust the push)."""
+"""Receives a task id whose status may have changed; re-poll it (never trust the push).
+
+``TaskClient`` passes a :class:`Hint`: a ``str`` (the task id, so one-argument callbacks
+written for plain ids keep working) that also says what the notification claimed.
+"""
+
+
+class Hint(str):
+    """A task id from a status notification, with the status the notification claimed.
+
+    Subclassing ``str`` keeps :data:`HintCallback` compatible: the hint *is* the task id
+    (equal to and hashing like it). ``status`` and ``status_message`` are only what the
+    push said - a prompt for deciding how urgently to re-poll, never a fact to record.
+
+    Attributes:
+        status: the notified status (``working``, ``completed``, …), None if absent.
+        status_message: the notified status message, None if absent.
+    """
+
+    status: str | None
+    status_message: str | None
+
+    def __new__(
+        cls, task_id: str, status: str | None = None, status_message: str | None = None
+    ) -> Hint:
+        """Wrap ``task_id`` with what the notification said."""
+        hint = super().__new__(cls, task_id)
+        hint.status = status
+        hint.status_message = status_message
+        return hint
+
+    @classmethod
+    def from_params(cls, task_id: str, params: Mapping[str, Any]) -> Hint:
+        """Build a hint from raw notification params (ill-typed fields count as absent)."""
+        status = params.get("status")
+        message = params.get("statusMessage")
+        return cls(
+            task_id,
+            status if isinstance(status, str) else None,
+            message if isinstance(message, str) else None,
+        )
 
 
 def related_task_id(*metas: Mapping[str, Any] | None) -> str | None:
@@ -103,4 +143,4 @@ class InputRouter:
         return reply
 
 
-__all__ = ["HintCallback", "InputHandler", "InputRouter", "related_task_id"]
+__all__ = ["Hint", "HintCallback", "InputHandler", "InputRouter", "related_task_id"]
