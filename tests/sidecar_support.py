@@ -82,6 +82,17 @@ def env_for(home: Home) -> dict[str, str]:
     return env
 
 
+def spawn_stdio(home: Home) -> subprocess.Popen[bytes]:
+    """Start ``chit sidecar`` over stdio with piped stdin/stdout (stderr discarded)."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "chit", "sidecar"],
+        env=env_for(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def start_http(home: Home, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``chit sidecar --http`` on a free port; return (process, URL) once it listens."""
     return start_chit_http(

@@ -18,7 +18,6 @@ import os
 import queue
 import random
 import signal
-import subprocess
 import threading
 import time
 from collections import deque
@@ -29,7 +28,7 @@ import pytest
 
 from chit.home import Home
 from chit.sidecar.anchors import SidecarStore
-from tests.sidecar_support import PYTHON, check_crash_invariants, env_for, make_home
+from tests.sidecar_support import check_crash_invariants, make_home, spawn_stdio
 
 ROUNDS = int(os.environ.get("CHIT_CRASH_ROUNDS", "30"))
 IN_FLIGHT = 4
@@ -43,13 +42,7 @@ class Sidecar:
     """A ``chit sidecar`` process and a minimal pipelined MCP client on its stdio."""
 
     def __init__(self, home: Home) -> None:
-        self.proc = subprocess.Popen(
-            [PYTHON, "-m", "chit", "sidecar"],
-            env=env_for(home),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self.proc = spawn_stdio(home)
         self.replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._next = 0
         threading.Thread(target=self._read, daemon=True).start()

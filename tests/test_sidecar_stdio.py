@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from chit.home import Home
-from tests.sidecar_support import PYTHON, env_for, make_home
+from tests.sidecar_support import PYTHON, env_for, make_home, spawn_stdio, stop
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -22,13 +22,7 @@ class RawSidecar:
     """``chit sidecar`` over stdio, driven line by line."""
 
     def __init__(self, home: Home) -> None:
-        self.proc = subprocess.Popen(
-            [PYTHON, "-m", "chit", "sidecar"],
-            env=env_for(home),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self.proc = spawn_stdio(home)
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -63,13 +57,7 @@ class RawSidecar:
         raise AssertionError(f"no reply to {rid}")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop(self.proc)
 
 
 @pytest.fixture
