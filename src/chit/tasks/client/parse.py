@@ -9,6 +9,7 @@ differs from the one asked about, or a field far larger than any sane server sen
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,13 +48,15 @@ def parse_time(value: str, method: str, name: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _check_common(
+def _checked_snapshot(
     task: wire.Task2025 | wire.Task2026,
+    generation: wire.Generation,
     ttl: int | None,
     poll: int | None,
     method: str,
     expected_id: str | None,
-) -> tuple[datetime, datetime]:
+) -> TaskSnapshot:
+    """Check the fields every task object has; return them as a snapshot."""
     if not task.task_id or len(task.task_id) > MAX_TASK_ID_CHARS:
         raise _violation(method, "taskId is empty or too long")
     if expected_id is not None and task.task_id != expected_id:
@@ -64,9 +67,16 @@ def _check_common(
         raise _violation(method, "ttl is negative")
     if poll is not None and poll < 0:
         raise _violation(method, "poll interval is negative")
-    created = parse_time(task.created_at, method, "createdAt")
-    updated = parse_time(task.last_updated_at, method, "lastUpdatedAt")
-    return created, updated
+    return TaskSnapshot(
+        generation=generation,
+        task_id=task.task_id,
+        status=task.status,
+        status_message=task.status_message,
+        created_at=parse_time(task.created_at, method, "createdAt"),
+        updated_at=parse_time(task.last_updated_at, method, "lastUpdatedAt"),
+        ttl_ms=ttl,
+        poll_interval_ms=poll,
+    )
 
 
 def _validate(model: type[wire.WireModel], raw: dict[str, Any], method: str) -> Any:
@@ -83,16 +93,8 @@ def parse_task_2025(
     """Parse a 2025 ``Task`` (``tasks/get`` / ``tasks/cancel`` result or notification)."""
     del seen  # 2025 has no input requests in task objects; kept for a uniform signature
     task: wire.Task2025 = _validate(wire.Task2025, as_object(raw, method), method)
-    created, updated = _check_common(task, task.ttl, task.poll_interval, method, expected_id)
-    return TaskSnapshot(
-        generation=wire.PROTOCOL_2025,
-        task_id=task.task_id,
-        status=task.status,
-        status_message=task.status_message,
-        created_at=created,
-        updated_at=updated,
-        ttl_ms=task.ttl,
-        poll_interval_ms=task.poll_interval,
+    return _checked_snapshot(
+        task, wire.PROTOCOL_2025, task.ttl, task.poll_interval, method, expected_id
     )
 
 
@@ -116,7 +118,9 @@ def parse_detailed_2026(
     """
     obj = as_object(raw, method)
     task: wire.DetailedTask2026 = _validate(wire.DetailedTask2026, obj, method)
-    created, updated = _check_common(task, task.ttl_ms, task.poll_interval_ms, method, expected_id)
+    base = _checked_snapshot(
+        task, wire.PROTOCOL_2026, task.ttl_ms, task.poll_interval_ms, method, expected_id
+    )
     inputs: dict[str, InputRequest] = {}
     result: CallToolResult | None = None
     if task.status == "input_required" and task.input_requests:
@@ -127,21 +131,11 @@ def parse_detailed_2026(
     if task.status == "completed":
         if task.result is None:
             raise _violation(method, "completed task without result")
-        try:
-            result = CallToolResult.model_validate(task.result, by_name=False)
-        except ValidationError as exc:
-            raise classify(exc, method) from exc
+        result = parse_call_result(task.result, method)
     if task.status == "failed" and task.error is None:
         raise _violation(method, "failed task without error")
-    return TaskSnapshot(
-        generation=wire.PROTOCOL_2026,
-        task_id=task.task_id,
-        status=task.status,
-        status_message=task.status_message,
-        created_at=created,
-        updated_at=updated,
-        ttl_ms=task.ttl_ms,
-        poll_interval_ms=task.poll_interval_ms,
+    return replace(
+        base,
         input_requests=inputs,
         new_input_keys=frozenset(inputs) - seen,
         result=result,
@@ -156,16 +150,8 @@ def parse_create_2026(raw: object, method: str = "tools/call") -> TaskHandle:
         raise _violation(method, "create reply without resultType 'task'")
     body = {k: v for k, v in obj.items() if k not in ("resultType", "_meta")}
     task: wire.Task2026 = _validate(wire.Task2026, body, method)
-    created, updated = _check_common(task, task.ttl_ms, task.poll_interval_ms, method, None)
-    snap = TaskSnapshot(
-        generation=wire.PROTOCOL_2026,
-        task_id=task.task_id,
-        status=task.status,
-        status_message=task.status_message,
-        created_at=created,
-        updated_at=updated,
-        ttl_ms=task.ttl_ms,
-        poll_interval_ms=task.poll_interval_ms,
+    snap = _checked_snapshot(
+        task, wire.PROTOCOL_2026, task.ttl_ms, task.poll_interval_ms, method, None
     )
     return _handle(snap, _immediate(obj.get("_meta")))
 
