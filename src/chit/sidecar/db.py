@@ -13,7 +13,8 @@ from pathlib import Path
 import sqlite_utils
 
 from chit.store import BUSY_TIMEOUT_S, StoreTooNew, immediate
-from chit.store.db import connect, fetch_one, tighten_side_files, write
+from chit.store.db import connect, tighten_side_files, write
+from chit.store.migrations import user_version
 
 SCHEMA_VERSION = 1
 
@@ -98,13 +99,13 @@ def open_sidecar_db(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_ut
     """
     db = connect(path, timeout=timeout)
     try:
-        version = int(fetch_one(db, "PRAGMA user_version")[0])
+        version = user_version(db)
         if version > SCHEMA_VERSION:
             raise StoreTooNew(f"{path} is from a newer chit (sidecar schema {version})")
         if version < SCHEMA_VERSION:
             with immediate(db):
                 # Re-read under the write lock: another process may have just migrated.
-                if int(fetch_one(db, "PRAGMA user_version")[0]) == 0:
+                if user_version(db) == 0:
                     for statement in _SCHEMA:
                         write(db, statement)
                     write(db, f"PRAGMA user_version={SCHEMA_VERSION}")
