@@ -29,7 +29,7 @@ from chit.tasks.client import HttpServer, ServerSpec, StdioServer
 from tests.engine_support import write_config
 from tests.interop_support import free_port, http_server
 from tests.sidecar_support import PYTHON, call, env_for, make_home, raw_text, start_http, stop
-from tests.test_tasks_server_support import create, make_client, poll
+from tests.tasks_server_support import create, make_client, poll
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 

@@ -15,7 +15,7 @@ from chit.sidecar.contract import CONTRACT, MAX_CALL_BYTES
 from chit.sidecar.server import build_sidecar_server
 from chit.store import Store
 from tests.sidecar_support import call, executor, make_home, raw_text, store
-from tests.test_tasks_server_support import create, make_client, poll
+from tests.tasks_server_support import create, make_client, poll
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from chit.demo.server import build_demo_server
-from tests.test_tasks_server_support import (
+from tests.tasks_server_support import (
     PYTHON,
     create,
     demo_env,

@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
 
-from tests.test_tasks_server_support import create, make_client, poll, raw, start_http_server, stop
+from tests.tasks_server_support import create, make_client, poll, raw, start_http_server, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 

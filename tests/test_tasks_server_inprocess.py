@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
 
 from chit.demo.server import build_demo_server
-from tests.test_tasks_server_support import TaskWatch, create, make_client, poll, raw
+from tests.tasks_server_support import TaskWatch, create, make_client, poll, raw
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 

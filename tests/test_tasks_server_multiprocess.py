@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from chit.tasks.server.store import TaskStore
-from tests.test_tasks_server_support import (
+from tests.tasks_server_support import (
     PYTHON,
     TaskWatch,
     create,

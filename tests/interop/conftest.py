@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import peers
-from tests.test_tasks_server_support import start_http_server, stop
+from tests.tasks_server_support import start_http_server, stop
 
 
 def conformance_bin(peer: peers.Peer) -> Path:
