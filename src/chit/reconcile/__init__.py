@@ -15,8 +15,14 @@ from chit.reconcile.connections import ClientOptions, ConnectionPool, SpecResolv
 from chit.reconcile.handles import HandleBook, HandleUnavailable, handle_aad
 from chit.reconcile.inbox import LegacyInbox, answer_status
 from chit.reconcile.lease import Lease
-from chit.reconcile.outcomes import result_event, result_json, status_event
-from chit.reconcile.reconciler import Reconciler, acceptance_event, failure_event
+from chit.reconcile.outcomes import (
+    acceptance_event,
+    failure_event,
+    result_event,
+    result_json,
+    status_event,
+)
+from chit.reconcile.reconciler import Reconciler
 from chit.reconcile.writer import ReceiptWriter
 
 __all__ = [

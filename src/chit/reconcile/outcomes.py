@@ -14,20 +14,26 @@ from typing import Any
 from mcp_types import CallToolResult, ElicitRequest, InputRequest
 
 from chit.receipts import (
+    AcceptanceDecided,
+    AcceptanceState,
     FailureClass,
     InputKind,
     InputRequestSeen,
     LifecycleState,
     ObservationSource,
+    Receipt,
     ResultObserved,
+    RetrievalCondition,
+    RetrievalFailed,
     StatusObserved,
     classify_rpc_error,
     result_digest,
     structured_keys,
     summarize_result,
 )
+from chit.receipts.acceptance import evaluate, parse_check
 from chit.tasks import wire
-from chit.tasks.client import TaskHandle, TaskOutcome, TaskSnapshot
+from chit.tasks.client import TaskError, TaskHandle, TaskOutcome, TaskSnapshot
 
 
 def result_json(result: CallToolResult) -> dict[str, Any]:
@@ -139,3 +145,47 @@ def outcome_event(outcome: TaskOutcome, digest_key: bytes | None = None) -> Resu
 def failure_class_of(code: int) -> FailureClass:
     """Re-export of the receipt policy's failure classes for JSON-RPC error codes."""
     return classify_rpc_error(code)
+
+
+_CONDITIONS = {
+    "transient": RetrievalCondition.UNREACHABLE,
+    "lost": RetrievalCondition.VANISHED,  # the transition tells vanished from expired by TTL
+    "incompatible": RetrievalCondition.INCOMPATIBLE,
+    "protocol_violation": RetrievalCondition.UNREACHABLE,
+    "permanent": RetrievalCondition.UNREACHABLE,
+}
+
+
+def failure_event(err: TaskError, source: ObservationSource) -> RetrievalFailed:
+    """The retrieval condition a task-client failure amounts to."""
+    return RetrievalFailed(
+        condition=_CONDITIONS[err.failure_class],
+        message=f"{err.failure_class}: {err.message}"[:300],
+        error_code=err.code,
+        source=source,
+    )
+
+
+def acceptance_event(receipt: Receipt, result: dict[str, Any] | None) -> AcceptanceDecided | None:
+    """Run the receipt's acceptance check on a just-retrieved result (None: nothing to do)."""
+    check = receipt.acceptance.check
+    if check is None or receipt.acceptance.state is not AcceptanceState.PENDING:
+        return None
+    if result is None:
+        return AcceptanceDecided(
+            state=AcceptanceState.REJECTED,
+            check=check,
+            why="the task ended with a JSON-RPC error, not a result",
+            decided_by="chit:auto",
+            automatic=True,
+            source=ObservationSource.RESULT,
+        )
+    verdict = evaluate(parse_check(check), result)
+    return AcceptanceDecided(
+        state=AcceptanceState.ACCEPTED if verdict.accepted else AcceptanceState.REJECTED,
+        check=check,
+        why=verdict.why,
+        decided_by="chit:auto",
+        automatic=True,
+        source=ObservationSource.RESULT,
+    )

@@ -24,8 +24,6 @@ from anyio.abc import TaskGroup
 
 from chit import clock
 from chit.receipts import (
-    AcceptanceDecided,
-    AcceptanceState,
     Event,
     LifecycleState,
     ObservationSource,
@@ -34,11 +32,16 @@ from chit.receipts import (
     RetrievalFailed,
     TaskProtocol,
 )
-from chit.receipts.acceptance import evaluate, parse_check
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.handles import HandleBook, HandleUnavailable
 from chit.reconcile.inbox import LegacyInbox
-from chit.reconcile.outcomes import result_event, result_json, status_event
+from chit.reconcile.outcomes import (
+    acceptance_event,
+    failure_event,
+    result_event,
+    result_json,
+    status_event,
+)
 from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.writer import ReceiptWriter
 from chit.store.db import fetch_all, fetch_one
@@ -55,49 +58,6 @@ most one extra check per receipt per interval however often its message changes)
 IDLE_TICK_S = 0.05
 """Longest sleep between schedule scans: receipts written by other processes are seen
 within this, and hints wake the loop at once."""
-
-_CONDITIONS = {
-    "transient": RetrievalCondition.UNREACHABLE,
-    "lost": RetrievalCondition.VANISHED,  # the transition tells vanished from expired by TTL
-    "incompatible": RetrievalCondition.INCOMPATIBLE,
-    "protocol_violation": RetrievalCondition.UNREACHABLE,
-    "permanent": RetrievalCondition.UNREACHABLE,
-}
-
-
-def failure_event(err: TaskError, source: ObservationSource) -> RetrievalFailed:
-    """The retrieval condition a task-client failure amounts to."""
-    return RetrievalFailed(
-        condition=_CONDITIONS[err.failure_class],
-        message=f"{err.failure_class}: {err.message}"[:300],
-        error_code=err.code,
-        source=source,
-    )
-
-
-def acceptance_event(receipt: Receipt, result: dict[str, Any] | None) -> AcceptanceDecided | None:
-    """Run the receipt's acceptance check on a just-retrieved result (None: nothing to do)."""
-    check = receipt.acceptance.check
-    if check is None or receipt.acceptance.state is not AcceptanceState.PENDING:
-        return None
-    if result is None:
-        return AcceptanceDecided(
-            state=AcceptanceState.REJECTED,
-            check=check,
-            why="the task ended with a JSON-RPC error, not a result",
-            decided_by="chit:auto",
-            automatic=True,
-            source=ObservationSource.RESULT,
-        )
-    verdict = evaluate(parse_check(check), result)
-    return AcceptanceDecided(
-        state=AcceptanceState.ACCEPTED if verdict.accepted else AcceptanceState.REJECTED,
-        check=check,
-        why=verdict.why,
-        decided_by="chit:auto",
-        automatic=True,
-        source=ObservationSource.RESULT,
-    )
 
 
 class Reconciler:
