@@ -96,7 +96,11 @@ async def engine(tmp: Path, n: int, seconds: float, *, batch: bool) -> dict[str,
 
 
 def _spread(lags: list[float]) -> dict[str, float]:
-    """Per-task lag (server completion → seen): p50/p99, far steadier than the last one."""
+    """Per-task lag (server completion → seen), p50/p99: kept, not printed.
+
+    Both loops start checking only after all tasks are created (16 s for 2,000, longer
+    than the tasks), so this mostly measures creation time, not reconciliation.
+    """
     lags.sort()
     return {"task_p50_s": statistics.median(lags), "task_p99_s": _p99(lags) / 1000}
 
@@ -256,12 +260,6 @@ async def main(n: int, seconds: float) -> None:
             "  ratio to bare (goal <= 1.3x)",
             *(f"{x['lag_s'] / max(b['lag_s'], 1e-3):.2f}x" for x in (off, on)),
             "1.00x",
-        )
-    )
-    print(
-        _row(
-            "per task: completion -> seen, p50 / p99 (s)",
-            *(f"{x['task_p50_s']:.2f} / {x['task_p99_s']:.2f}" for x in (off, on, b)),
         )
     )
     print(_row("checks / polls", *(f"{x['polls']:.0f}" for x in (off, on, b))))
