@@ -7,14 +7,21 @@ stream carrying both the core events it asked for and a ``notifications/tasks``
 (the full DetailedTask, as ``tasks/get`` would return it) on every change of an
 accepted task. Only ids visible to the caller are accepted and echoed in the ack.
 
+Task changes go through a per-stream :class:`~chit.tasks.server.coalesce.CoalescingQueue`:
+at most one pending notification per task (the row is read when it is sent, so the
+latest state wins), status transitions ahead of message-only changes, which are
+throttled to one per task per :data:`~chit.tasks.server.notify.MESSAGE_INTERVAL_S`.
+Core events are not coalesced; they go out in order, ahead of task notifications.
+
 A task may be run by another process sharing the task store, whose changes this
 process never hears of: the stream also re-reads the accepted rows every ``poll_s`` and
-pushes those whose ``lastUpdatedAt`` moved since the last push.
+offers those whose ``lastUpdatedAt`` moved since the last push.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -33,6 +40,8 @@ from mcp_types import (
 )
 from pydantic import ConfigDict
 
+from chit.tasks.server.coalesce import CoalescingQueue
+from chit.tasks.server.notify import MESSAGE_INTERVAL_S
 from chit.tasks.server.render import detailed_2026
 from chit.tasks.wire import EXTENSION_ID, NOTIFICATION_TASKS, is_terminal
 
@@ -43,6 +52,8 @@ if TYPE_CHECKING:
     from chit.tasks.server.ext2026 import TasksExtension
 
 logger = logging.getLogger(__name__)
+EVENT_QUEUE_SIZE = 1024
+MAX_POLL_GAP = 10
 
 
 class TaskNotificationParams(NotificationParams):
@@ -92,16 +103,22 @@ class TaskListenHandler:
         )
         uris = frozenset(honored_core.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
-        send, recv = anyio.create_memory_object_stream[Any](1024)
         wanted = set(accepted)
+        queue = CoalescingQueue[str](MESSAGE_INTERVAL_S)
+        events: deque[Any] = deque()
 
         def on_event(event: Any) -> None:
-            if event_matches(honored_core, uris, event):
-                _offer(send, event)
+            if not event_matches(honored_core, uris, event):
+                return
+            if len(events) >= EVENT_QUEUE_SIZE:
+                logger.debug("listen stream full; dropped %r", event)
+                return
+            events.append(event)
+            queue.wake()
 
-        def on_task(task_id: str) -> None:
+        def on_task(task_id: str, status: str | None) -> None:
             if task_id in wanted:
-                _offer(send, task_id)
+                queue.offer(task_id, status)
 
         unsubscribe = self._bus.subscribe(on_event)
         remove = self._ext.runtime.add_listener(on_task)
@@ -116,47 +133,52 @@ class TaskListenHandler:
             )
             store = self._ext.runtime.store
             # Rows as acknowledged: only later changes are pushed.
-            seen = {t: r.updated_at_ms for t in wanted if (r := store.get(t)) is not None}
+            for task_id in wanted:
+                if (record := store.get(task_id)) is not None:
+                    queue.sent(task_id, record.status, record.updated_at_ms)
+            poll_s = self._ext.runtime.poll_s
+            # Re-read the rows after poll_s of quiet (as cheap as before when busy), but
+            # at least every MAX_POLL_GAP poll intervals, so a busy stream still sees
+            # changes made by other processes.
+            last_poll = idle_since = anyio.current_time()
             while True:
-                with anyio.move_on_after(self._ext.runtime.poll_s) as tick:
-                    item = await recv.receive()
-                if tick.cancelled_caught:
-                    self._poll(wanted, seen, send)
-                    continue
-                if isinstance(item, str):
-                    record = self._ext.runtime.store.get(item)
-                    if record is None:
-                        continue
-                    seen[item] = record.updated_at_ms
-                    body = detailed_2026(record).wire()
-                    body.pop("resultType", None)
-                    body["_meta"] = meta
-                    note = TaskNotification(params=TaskNotificationParams.model_validate(body))
-                    await ctx.session.send_notification(note, related_request_id=subscription_id)  # type: ignore[arg-type]
-                    if is_terminal(record.status):
-                        wanted.discard(item)
-                else:
+                now = anyio.current_time()
+                due = min(idle_since + poll_s, last_poll + MAX_POLL_GAP * poll_s)
+                await queue.wait(max(0.0, due - now))
+                now = anyio.current_time()
+                if now >= min(idle_since + poll_s, last_poll + MAX_POLL_GAP * poll_s):
+                    self._poll(wanted, queue)
+                    last_poll = idle_since = now
+                if events or len(queue):
+                    idle_since = now
+                while events:
                     await ctx.session.send_notification(
-                        event_to_notification(item, meta), related_request_id=subscription_id
+                        event_to_notification(events.popleft(), meta),
+                        related_request_id=subscription_id,
                     )
+                task_id = queue.pop()
+                if task_id is None:
+                    continue
+                record = store.get(task_id)
+                if record is None or queue.is_older(task_id, record.updated_at_ms):
+                    continue  # never show a client an older state after a newer one
+                queue.sent(task_id, record.status, record.updated_at_ms)
+                body = detailed_2026(record).wire()
+                body.pop("resultType", None)
+                body["_meta"] = meta
+                note = TaskNotification(params=TaskNotificationParams.model_validate(body))
+                await ctx.session.send_notification(note, related_request_id=subscription_id)  # type: ignore[arg-type]
+                if is_terminal(record.status):
+                    wanted.discard(task_id)
+                    queue.forget(task_id)
         finally:
             remove()
             unsubscribe()
-            send.close()
-            recv.close()
         return SubscriptionsListenResult(_meta=meta)
 
-    def _poll(self, wanted: set[str], seen: dict[str, int], send: Any) -> None:
+    def _poll(self, wanted: set[str], queue: CoalescingQueue[str]) -> None:
         """Offer the tasks whose row changed since their last push (changed elsewhere)."""
         for task_id in list(wanted):
             record = self._ext.runtime.store.get(task_id)
-            if record is not None and seen.get(task_id) != record.updated_at_ms:
-                seen[task_id] = record.updated_at_ms
-                _offer(send, task_id)
-
-
-def _offer(send: Any, item: Any) -> None:
-    try:
-        send.send_nowait(item)
-    except (anyio.WouldBlock, anyio.ClosedResourceError):
-        logger.debug("listen stream full or closed; dropped %r", item)
+            if record is not None and queue.sent_version(task_id) != record.updated_at_ms:
+                queue.offer(task_id, record.status)

@@ -5,10 +5,17 @@ fire-and-forget: a closed session only drops the notification. The creating requ
 session is remembered in memory only; after a restart nobody is notified, which the
 spec allows.
 
-Sends go through one queue drained by :meth:`Notifier.run`, in order, instead of being
-awaited by whoever changed the task: a ``tasks/cancel`` reply must not wait behind a
-notification to a slow (or stuck) client stream. The status is read when the
-notification is sent, so a burst of changes may coalesce into the latest state.
+Sends go through one :class:`~chit.tasks.server.coalesce.CoalescingQueue` drained by
+:meth:`Notifier.run` instead of being awaited by whoever changed the task: a
+``tasks/cancel`` reply must not wait behind a notification to a slow (or stuck) client
+stream. The queue keeps at most one pending status and one pending progress
+notification per task (latest wins: the status is read from the row when it is sent,
+a progress notification is replaced by the newer, higher one), sends status
+*transitions* ahead of everything else, and throttles message-only status changes to
+one per task per :data:`MESSAGE_INTERVAL_S`, so a completion never waits behind other
+tasks' progress chatter. Progress notifications are coalesced but not throttled (their
+token's owner asked for them). After a task's terminal status is sent, its pending
+progress is dropped: progress stops when the operation is over.
 """
 
 from __future__ import annotations
@@ -25,14 +32,18 @@ from mcp_types import (
     TaskStatusNotificationParams,
 )
 
+from chit.tasks.server.coalesce import CoalescingQueue
 from chit.tasks.wire import PROTOCOL_2025, related_task_meta
 
 if TYPE_CHECKING:
     from chit.tasks.server.runtime import TaskRuntime
 
 logger = logging.getLogger(__name__)
-QUEUE_SIZE = 1024
 SEND_TIMEOUT_S = 5.0
+MESSAGE_INTERVAL_S = 1.0
+"""Least time between two message-only status notifications of one task (a status
+message is for people; one per second keeps it live without flooding the stream)."""
+TERMINAL = ("completed", "failed", "cancelled")
 
 
 @dataclass
@@ -48,44 +59,63 @@ class Notifier:
         """Attach to ``runtime`` (reads rows from its store)."""
         self._runtime = runtime
         self._bindings: dict[str, _Binding] = {}
-        self._send, self._queue = anyio.create_memory_object_stream[tuple[str, Any]](QUEUE_SIZE)
+        # Keys: ("status", task id) and ("progress", task id); the payload of a pending
+        # progress key is in _progress (the status is read from the row when sent).
+        self.queue = CoalescingQueue[tuple[str, str]](MESSAGE_INTERVAL_S)
+        self._progress: dict[str, ProgressNotification] = {}
 
     async def run(self) -> None:
         """Send queued notifications until cancelled (runs in the runtime's task group)."""
-        async for kind, item in self._queue:
+        while True:
+            await self.queue.wait()
+            key = self.queue.pop()
+            if key is None:
+                continue
+            kind, task_id = key
             if kind == "status":
-                await self._send_status(item)
-            else:
-                binding, notification = item
+                await self._send_status(task_id)
+                continue
+            binding = self._bindings.get(task_id)
+            notification = self._progress.pop(task_id, None)
+            if binding is not None and notification is not None:
                 await self._deliver(binding, notification)
-
-    def _enqueue(self, kind: str, item: Any) -> None:
-        try:
-            self._send.send_nowait((kind, item))
-        except anyio.WouldBlock:  # a client that far behind loses hints, not state
-            logger.debug("task notification queue full; dropped %s", kind)
 
     def bind(self, task_id: str, session: Any, progress_token: str | int | None) -> None:
         """Remember the creating session (``None``: nothing to notify)."""
         if session is not None:
             self._bindings[task_id] = _Binding(session, progress_token)
+            # The creation reply told the client "working": that is what it knows.
+            self.queue.sent(("status", task_id), "working")
 
-    async def status_changed(self, task_id: str) -> None:
-        """Queue ``notifications/tasks/status`` for a 2025 task (no related-task meta)."""
+    async def status_changed(self, task_id: str, status: str | None = None) -> None:
+        """Queue ``notifications/tasks/status`` for a 2025 task (no related-task meta).
+
+        Args:
+            task_id: The task that changed.
+            status: Its status after the change; ``None`` if the change kept the status
+                (a message-only update, sent after transitions and throttled).
+        """
         if task_id in self._bindings:
-            self._enqueue("status", task_id)
+            self.queue.offer(("status", task_id), status)
 
     async def _send_status(self, task_id: str) -> None:
         binding = self._bindings.get(task_id)
         record = self._runtime.store.get(task_id)
         if binding is None or record is None or record.protocol != PROTOCOL_2025:
             return
+        key = ("status", task_id)
+        if self.queue.is_older(key, record.updated_at_ms):
+            return  # never show a client an older state after a newer one
         from chit.tasks.server.render import task_2025
 
         params = TaskStatusNotificationParams.model_validate(task_2025(record).wire())
+        self.queue.sent(key, record.status, record.updated_at_ms)
         await self._deliver(binding, TaskStatusNotification(params=params))
-        if record.status in ("completed", "failed", "cancelled"):
+        if record.status in TERMINAL:
             self._bindings.pop(task_id, None)
+            self._progress.pop(task_id, None)
+            self.queue.forget(key)
+            self.queue.forget(("progress", task_id))
 
     async def progress(
         self, task_id: str, progress: float, total: float | None, message: str | None
@@ -101,7 +131,9 @@ class Notifier:
             message=message,
             _meta=related_task_meta(task_id),
         )
-        self._enqueue("progress", (binding, ProgressNotification(params=params)))
+        # Latest wins: values strictly increase, so the newest pending one supersedes.
+        self._progress[task_id] = ProgressNotification(params=params)
+        self.queue.offer(("progress", task_id), None, throttle=False)
 
     async def _deliver(self, binding: _Binding, notification: Any) -> None:
         try:

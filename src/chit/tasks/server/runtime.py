@@ -91,7 +91,7 @@ class TaskRuntime:
         # One write at a time, first come first served (they serialise on the lock anyway).
         self._writes = anyio.CapacityLimiter(1)
         self._changed: dict[str, anyio.Event] = {}
-        self._listeners: list[Callable[[str], None]] = []
+        self._listeners: list[Callable[[str, str | None], None]] = []
 
     # --- registration -------------------------------------------------------------
 
@@ -274,17 +274,31 @@ class TaskRuntime:
         if event is not None:
             event.set()
 
-    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``callback(task_id)`` on every task change; return the remover."""
+    def add_listener(self, callback: Callable[[str, str | None], None]) -> Callable[[], None]:
+        """Call ``callback(task_id, status)`` on every task change; return the remover.
+
+        ``status`` is the task's status after the change, ``None`` when the change kept it
+        (a status message only): push queues send transitions first.
+        """
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
 
-    async def changed(self, task_id: str) -> None:
-        """Wake waiters of ``task_id`` and push status notifications."""
+    async def changed(self, task_id: str, status: str | None = None, *, kept: bool = False) -> None:
+        """Wake waiters of ``task_id`` and push status notifications.
+
+        Args:
+            task_id: The task that changed.
+            status: Its status after the change, if the caller knows it.
+            kept: The change left the status as it was (message only); otherwise an
+                unknown ``status`` is read from the row, so push can tell transitions.
+        """
         self.wake(task_id)
+        if status is None and not kept:
+            record = self.store.get(task_id)
+            status = record.status if record is not None else None
         for listener in list(self._listeners):
-            listener(task_id)
-        await self.notifier.status_changed(task_id)
+            listener(task_id, status)
+        await self.notifier.status_changed(task_id, status)
 
     async def _set(
         self, task_id: str, *, worker: bool = True, durable: bool = True, **changes: Any
@@ -296,7 +310,7 @@ class TaskRuntime:
             self.store.update, task_id, only_if_active=True, owner=owner, durable=durable, **changes
         )
         if done:
-            await self.changed(task_id)
+            await self.changed(task_id, changes.get("status"), kept="status" not in changes)
         return done
 
     async def set_status_message(self, task_id: str, message: str) -> None:
@@ -325,7 +339,7 @@ class TaskRuntime:
         """Record client answers to pending input requests (unknown keys are ignored)."""
         record = await self.write(self.store.add_responses, task_id, responses)
         if record is not None:
-            await self.changed(task_id)
+            await self.changed(task_id, kept=True)  # answers alone keep the status
 
     # --- cancellation -------------------------------------------------------------------
 
