@@ -1,0 +1,239 @@
+"""Task notifications: the coalescing queue; a completion amid chatty tasks (both generations)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.extension import ClientExtension, NotificationBinding
+from mcp_types import NotificationParams
+from pydantic import ConfigDict
+
+from chit.tasks.server import TaskContext, TaskRuntime, build_server
+from chit.tasks.server.coalesce import CoalescingQueue
+from tests.tasks_server_support import create, make_client, poll, raw
+
+CHATTY_TASKS = 20
+CHATTY_SECONDS = 2.5
+CHATTY_PERIOD_S = 0.01  # 20 tasks x 100 status-message changes/s = 2,000 changes/s
+CLIENT_COST_S = 0.005
+LATENCY_BOUND_S = 1.5  # generous: a FIFO of every change would be far behind by then
+
+
+class FakeClock:
+    """A manually advanced monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drain(queue: CoalescingQueue[str]) -> list[str]:
+    """Pop every key that is ready now."""
+    out: list[str] = []
+    while (key := queue.pop()) is not None:
+        out.append(key)
+    return out
+
+
+# --- the queue -------------------------------------------------------------------------
+
+
+def test_latest_wins_one_pending_entry_per_key() -> None:
+    clock = FakeClock()
+    queue = CoalescingQueue[str](0.5, clock)
+    queue.sent("a", "working")
+    for _ in range(5):
+        queue.offer("a")
+        queue.offer("b", "working")
+    assert len(queue) == 2
+    clock.now += 0.5
+    assert sorted(drain(queue)) == ["a", "b"] and len(queue) == 0
+
+
+def test_transitions_jump_ahead_of_message_only_updates() -> None:
+    queue = CoalescingQueue[str](0.0, FakeClock())
+    for key in ("a", "b", "c", "d"):
+        queue.sent(key, "working")
+    queue.offer("a")  # message only
+    queue.offer("b", "working")  # same status as sent: message only
+    queue.offer("c", "completed")
+    queue.offer("d", "input_required")
+    queue.offer("b", "working")
+    # A pending message-only entry becomes a transition when its status changes.
+    queue.offer("a", "failed")
+    assert drain(queue) == ["c", "d", "a", "b"]
+
+
+def test_message_only_updates_are_throttled_transitions_are_not() -> None:
+    clock = FakeClock()
+    queue = CoalescingQueue[str](1.0, clock)
+    queue.sent("a", "working")
+    queue.offer("a")
+    assert queue.pop() is None and queue.ready_in() == pytest.approx(1.0)
+    clock.now += 0.4
+    queue.offer("a")  # coalesces; keeps its place and ready time
+    assert queue.pop() is None and queue.ready_in() == pytest.approx(0.6)
+    clock.now += 0.6
+    assert queue.pop() == "a"
+    queue.sent("a", "working")
+    queue.offer("a", "completed")  # transition: ready at once despite the last send
+    assert queue.ready_in() == 0.0 and queue.pop() == "a"
+    queue.offer("p", throttle=False)  # unknown key, unthrottled: ready now
+    assert queue.pop() == "p" and queue.ready_in() is None
+
+
+def test_message_only_updates_go_out_in_readiness_order() -> None:
+    clock = FakeClock()
+    queue = CoalescingQueue[str](1.0, clock)
+    queue.sent("late", "working")
+    clock.now += 0.5
+    queue.sent("later", "working")
+    queue.offer("later")
+    queue.offer("late")
+    queue.offer("fresh", "working")  # never sent: a transition
+    assert drain(queue) == ["fresh"]
+    clock.now += 0.5
+    assert drain(queue) == ["late"]
+    clock.now += 0.5
+    assert drain(queue) == ["later"]
+
+
+def test_per_key_versions_never_go_back_and_forget_clears() -> None:
+    queue = CoalescingQueue[str](0.0, FakeClock())
+    queue.sent("a", "working", version=5)
+    assert queue.is_older("a", 4) and not queue.is_older("a", 5) and not queue.is_older("a", 6)
+    assert queue.sent_version("a") == 5 and not queue.is_older("b", 0)
+    queue.offer("a")
+    queue.forget("a")
+    assert len(queue) == 0 and queue.pop() is None and queue.sent_version("a") is None
+
+
+@pytest.mark.anyio
+async def test_wait_wakes_on_offer_and_respects_timeout() -> None:
+    queue = CoalescingQueue[str](1.0)
+    with anyio.fail_after(5):
+        await queue.wait(0.01)  # nothing pending: returns after the timeout
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(queue.wait)
+            await anyio.sleep(0.01)
+            queue.offer("a", "working")
+        assert queue.pop() == "a"
+
+
+# --- in process, many chatty tasks -------------------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def chatty_server(db: Path) -> tuple[Any, TaskRuntime]:
+    """A server whose ``chatty`` tasks change their status message every 10 ms."""
+    runtime = TaskRuntime(db)
+
+    @runtime.task_tool("chatty")
+    async def chatty(task: TaskContext) -> str:
+        """Count ticks in the status message."""
+        for tick in range(int(CHATTY_SECONDS / CHATTY_PERIOD_S)):
+            await task.set_status(f"tick {tick:05d}")
+            await anyio.sleep(CHATTY_PERIOD_S)
+        return "done"
+
+    @runtime.task_tool("quick")
+    async def quick(task: TaskContext) -> str:
+        """Finish soon after the chatter has started."""
+        await anyio.sleep(0.5)
+        return "quick"
+
+    return build_server("chatty", runtime, log_level="WARNING"), runtime
+
+
+def check_monotonic(history: dict[str, list[tuple[str, str | None]]]) -> None:
+    """Per task: statuses never leave a terminal state and tick counters never go back."""
+    for task_id, states in history.items():
+        ticks = [m for s, m in states if m and m.startswith("tick")]
+        assert ticks == sorted(ticks), task_id
+        terminal = [i for i, (s, _) in enumerate(states) if s in ("completed", "failed")]
+        assert not terminal or terminal[0] == len(states) - 1, (task_id, states)
+
+
+class OpenParams(NotificationParams):
+    """Any notification params (``notifications/tasks`` carries a DetailedTask)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Recorder(ClientExtension):
+    """Records ``(status, statusMessage)`` per task from either generation's notification."""
+
+    identifier = "io.github.chit/test-recorder"
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.history: dict[str, list[tuple[str, str | None]]] = {}
+        self.completed_at: dict[str, float] = {}
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        """Observe the generation's task notification."""
+        return [NotificationBinding(method=self.method, params_type=OpenParams, handler=self._on)]
+
+    async def _on(self, params: OpenParams) -> None:
+        # A slowish client (5 ms a notification): a FIFO of every change backs up behind it.
+        await anyio.sleep(CLIENT_COST_S)
+        body = params.model_extra or {}
+        task_id, status = body["taskId"], body["status"]
+        self.history.setdefault(task_id, []).append((status, body.get("statusMessage")))
+        if status == "completed":
+            self.completed_at.setdefault(task_id, time.time())
+
+
+async def run_chatty(generation: str, tmp_path: Path) -> None:
+    server, runtime = chatty_server(tmp_path / "tasks.db")
+    method = "notifications/tasks/status" if generation == "2025" else "notifications/tasks"
+    recorder = Recorder(method)
+    async with make_client(
+        server, generation, extension=generation == "2026", extensions=[recorder]
+    ) as client:
+        chatty = [
+            (await create(client, generation, "chatty", {}))["taskId"] for _ in range(CHATTY_TASKS)
+        ]
+        quick = (await create(client, generation, "quick", {}))["taskId"]
+        async with anyio.create_task_group() as tg:
+            if generation == "2026":
+                listen = {"notifications": {"taskIds": [*chatty, quick]}}
+                tg.start_soon(raw, client, "subscriptions/listen", listen, 60)
+            await poll(client, quick, timeout=20)
+            with anyio.fail_after(10):
+                while quick not in recorder.completed_at:
+                    await anyio.sleep(0.01)
+            for task_id in chatty:
+                await poll(client, task_id, timeout=30)
+            with anyio.fail_after(10):
+                while not set(chatty) <= set(recorder.completed_at):
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    row = runtime.store.get(quick)
+    assert row is not None and row.status == "completed"
+    lag = recorder.completed_at[quick] - row.updated_at_ms / 1000
+    print(f"{generation}: lag {lag * 1000:.0f} ms, {sum(map(len, recorder.history.values()))} sent")
+    assert lag < LATENCY_BOUND_S, f"completion notified {lag:.3f} s after it was stored"
+    check_monotonic(recorder.history)
+    # Coalesced and throttled: ~250 message changes per task, a handful of notifications.
+    per_task = max(len(recorder.history.get(t, [])) for t in chatty)
+    assert per_task <= 2 * (CHATTY_SECONDS + 1) + 3, per_task
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("generation", ["2025", "2026"])
+async def test_completion_is_notified_promptly_amid_chatter(
+    generation: str, tmp_path: Path
+) -> None:
+    await run_chatty(generation, tmp_path)
