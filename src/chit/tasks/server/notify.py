@@ -101,9 +101,12 @@ class Notifier:
     async def _send_status(self, task_id: str) -> None:
         binding = self._bindings.get(task_id)
         record = self._runtime.store.get(task_id)
-        if binding is None or record is None or record.protocol != PROTOCOL_2025:
-            return
         key = ("status", task_id)
+        if binding is None or record is None or record.protocol != PROTOCOL_2025:
+            if record is None:  # gone (expired): nothing more to say about it
+                self._bindings.pop(task_id, None)
+                self.queue.forget(key)
+            return
         if self.queue.is_older(key, record.updated_at_ms):
             return  # never show a client an older state after a newer one
         from chit.tasks.server.render import task_2025
