@@ -18,11 +18,25 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp_types import INVALID_REQUEST, ElicitResult, ErrorData, InputRequest, InputResponse
 
-from chit.receipts import AnswerStatus, InputAnswered, InputRequested, Receipt
+from chit.receipts import (
+    AnswerStatus,
+    Event,
+    InputAnswered,
+    InputRequested,
+    LifecycleState,
+    Receipt,
+)
 from chit.reconcile.connections import ConnectionPool
-from chit.reconcile.outcomes import legacy_input_key, outcome_event, seen_request
+from chit.reconcile.outcomes import (
+    acceptance_event,
+    legacy_input_key,
+    outcome_event,
+    result_json,
+    seen_request,
+)
 from chit.reconcile.writer import ReceiptWriter
 from chit.tasks.client import TaskError
+from chit.tasks.client.models import TaskOutcome
 
 log = logging.getLogger("chit.reconcile")
 
@@ -119,7 +133,7 @@ class LegacyInbox:
                 outcome = await client.result(
                     task_id, on_input=handler, timeout=self._pool.options.result_timeout
                 )
-                self._writer.apply(rid, [outcome_event(outcome, self.digest_key)])
+                self._writer.apply(rid, self._outcome_events(rid, outcome))
         except TaskError as exc:
             # The regular poll records the retrieval condition; this is only the prompt path.
             log.info("tasks/result watcher for %s ended: %s", rid, exc.failure_class)
@@ -130,6 +144,26 @@ class LegacyInbox:
         finally:
             watch.first_input.set()
             self._watches.pop(rid, None)
+
+    def _outcome_events(self, rid: str, outcome: TaskOutcome) -> list[Event]:
+        """The result and, as the reconciler would, the acceptance verdict on it.
+
+        The receipt is terminal once this commits, so the reconciler never sees this
+        result: the ``--accept-if`` check must run here or it stays pending for ever.
+        """
+        events: list[Event] = [outcome_event(outcome, self.digest_key)]
+        if outcome.status == LifecycleState.CANCELLED.value:
+            return events  # a cancelled task has no result to judge
+        if outcome.result is None and outcome.error is None:
+            return events
+        receipt = self._writer.store.receipts.get(rid)
+        if receipt is None:
+            return events
+        raw = result_json(outcome.result) if outcome.result is not None else None
+        verdict = acceptance_event(receipt, raw)
+        if verdict is not None:
+            events.append(verdict)
+        return events
 
     async def _on_prompt(
         self, rid: str, watch: _Watch, request: InputRequest
