@@ -9,7 +9,9 @@ another process sharing the store (see ``owners``).
 
 Store writes run in a worker thread, one at a time (``write``): a write may wait for
 another process's database lock (``busy_timeout``) or a slow fsync, and on the event
-loop that would stall every request of the process, ``tasks/cancel`` included.
+loop that would stall every request of the process, ``tasks/cancel`` included. Waiting
+writes are ordered by a :class:`~chit.tasks.server.writes.WriteQueue`: durable writes
+first, status-message writes merged per task and after them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.store import TaskRecord, TaskStore
 from chit.tasks.server.tools import PreInput, TaskTool, ToolFn, build_task_tool
+from chit.tasks.server.writes import Superseded, WriteQueue
 from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
 
 logger = logging.getLogger(__name__)
@@ -88,8 +91,9 @@ class TaskRuntime:
         self.scopes: dict[str, anyio.CancelScope] = {}
         """Cancel scopes of the workers running in this process, by task id."""
         self._tg: TaskGroup | None = None
-        # One write at a time, first come first served (they serialise on the lock anyway).
-        self._writes = anyio.CapacityLimiter(1)
+        # One write at a time (they serialise on the lock anyway): durable writes first,
+        # status-message writes merged per task (latest wins).
+        self.writes = WriteQueue()
         self._changed: dict[str, anyio.Event] = {}
         self._listeners: list[Callable[[str, str | None], None]] = []
 
@@ -173,8 +177,11 @@ class TaskRuntime:
         return self.ownership.settle_orphans()
 
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking store call in a worker thread, one at a time, in arrival order."""
-        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._writes)
+        """Run a blocking (durable) store call in a worker thread, one at a time.
+
+        Durable writes run in arrival order, ahead of pending status-message writes.
+        """
+        return await self.writes.run(partial(fn, *args, **kwargs))
 
     # --- creation -------------------------------------------------------------------
 
@@ -306,9 +313,19 @@ class TaskRuntime:
         """Change an active task; a ``worker`` write only while this process owns it."""
         changes["updated_at_ms"] = self.now_ms()
         owner = self.owner_id if worker else None
-        done = await self.write(
+        message = not durable and set(changes) == {"status_message", "updated_at_ms"}
+        write = partial(
             self.store.update, task_id, only_if_active=True, owner=owner, durable=durable, **changes
         )
+        try:
+            done = await self.writes.run(
+                write,
+                key=task_id,
+                message=message,
+                replaces_message="status_message" in changes,
+            )
+        except Superseded:
+            return True  # a newer write of the task carries the change (and notifies)
         if done:
             await self.changed(task_id, changes.get("status"), kept="status" not in changes)
         return done
