@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from chit.demo.server import build_demo_server
-from chit.receipts import AcceptanceState, LifecycleState, Receipt
+from chit.receipts import (
+    AcceptanceState,
+    LifecycleState,
+    ObservationSource,
+    Receipt,
+    StatusObserved,
+)
 from chit.runtime import Supervisor
+from chit.store import StaleWrite, StoreIOError
 from chit.tasks.client import InProcessServer
 from tests.engine_support import fast_options, supervisor
 
@@ -52,3 +60,56 @@ async def test_legacy_answered_task_runs_its_acceptance_check(
         assert r.state is LifecycleState.COMPLETED
         assert r.outcome is not None and "Deleted x.txt" in r.outcome.summary
         assert r.acceptance.state is verdict, r.acceptance
+
+
+async def test_a_retried_write_that_landed_is_not_reported_failed(tmp_path: Path) -> None:
+    """The batch COMMIT fails; a receipt retried on its own lands and ``submit`` says so."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        ids = []
+        for i in range(2):
+            r = await sup.call("demo", "slow_compute", {"seconds": 30, "label": f"c{i}"})
+            ids.append(r.receipt_id)
+        plain, stale = ids
+        db = sup.store.db
+        real_update = sup.store.receipts.update
+        real_commit = db.commit
+        stale_once, fail_once = {stale}, [True]
+
+        def flaky_update(receipt: Any, *args: Any, **kwargs: Any) -> Any:
+            if receipt.receipt_id in stale_once:
+                stale_once.discard(receipt.receipt_id)
+                raise StaleWrite("someone else wrote")
+            return real_update(receipt, *args, **kwargs)
+
+        def failing_commit() -> None:
+            if fail_once and db.conn.in_transaction:
+                fail_once.clear()
+                raise StoreIOError("disk I/O error at COMMIT")
+            real_commit()
+
+        sup.store.receipts.update = flaky_update  # type: ignore[method-assign]
+        db.commit = failing_commit  # type: ignore[method-assign]
+        results: dict[str, Any] = {}
+
+        async def one(rid: str, msg: str) -> None:
+            event = StatusObserved(
+                status=LifecycleState.WORKING, source=ObservationSource.POLL, message=msg
+            )
+            try:
+                results[rid] = await sup.writer.submit(rid, [event])
+            except Exception as exc:
+                results[rid] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, plain, "plain")
+            tg.start_soon(one, stale, "retried")
+        assert not fail_once, "the batch COMMIT was not reached"
+        # The batch did not land: its receipt's check sees the error.
+        assert isinstance(results[plain], StoreIOError)
+        assert sup.store.receipts.require(plain).status_message != "plain"
+        # The stale receipt was re-written on its own after the batch: that write landed.
+        stored = sup.store.receipts.require(stale)
+        assert stored.status_message == "retried"
+        assert isinstance(results[stale], Receipt), results[stale]
+        assert results[stale].version == stored.version

@@ -198,6 +198,9 @@ class ReceiptWriter:
             self.transactions += 1
         for item in batch:
             if id(item) in retry:
+                # Re-written on its own: its outcome is this write's, not the batch's (a
+                # failed batch COMMIT set ``error`` on it too; the retry may well land).
+                item.error = None
                 try:
                     item.result = self.apply(item.receipt_id, item.events)
                 except Exception as exc:
