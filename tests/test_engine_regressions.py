@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -9,11 +10,13 @@ import anyio
 import pytest
 
 from chit.demo.server import build_demo_server
+from chit.errors import UsageError
 from chit.receipts import (
     AcceptanceState,
     LifecycleState,
     ObservationSource,
     Receipt,
+    RetrievalCondition,
     StatusObserved,
 )
 from chit.runtime import Supervisor
@@ -113,3 +116,76 @@ async def test_a_retried_write_that_landed_is_not_reported_failed(tmp_path: Path
         assert stored.status_message == "retried"
         assert isinstance(results[stale], Receipt), results[stale]
         assert results[stale].version == stored.version
+
+
+async def _checks_for(sup: Supervisor, seconds: float) -> int:
+    before = sup.reconciler.checks
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sup.reconciler.run, stop)
+        await anyio.sleep(seconds)
+        stop.set()
+    await sup.reconciler.idle()
+    return sup.reconciler.checks - before
+
+
+def _make_due(sup: Supervisor) -> None:
+    sup.store.db.execute("UPDATE receipts SET next_check_at = '2000-01-01T00:00:00.000000Z'")
+    sup.store.db.conn.commit()
+
+
+async def test_removed_server_is_recorded_not_rechecked_every_tick(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    servers = {"demo": spec}
+    async with supervisor(tmp_path / "home", servers, fast_options("2026")) as sup:
+        rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+        del servers["demo"]  # `chit servers remove demo`
+        sup.pool.broken("demo")
+        _make_due(sup)
+        with caplog.at_level(logging.INFO, logger="chit.reconcile"):
+            checks = await _checks_for(sup, 2.0)
+        assert 1 <= checks <= 3, checks  # was ~40: every 50 ms tick, nothing written
+        r = sup.store.receipts.require(rid)
+        assert r.retrieval is RetrievalCondition.INCOMPATIBLE
+        assert r.retrieval_error and "server 'demo' is no longer registered" in r.retrieval_error
+        assert r.state is LifecycleState.WORKING  # the lifecycle is not touched
+        assert not [rec for rec in caplog.records if rec.levelno >= logging.WARNING]
+
+
+async def test_unresolvable_server_backs_off(tmp_path: Path) -> None:
+    """A resolver failure that may heal (locked vault, unset variable) is transient."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+
+        def locked(name: str) -> Any:
+            raise UsageError(f"server {name!r} env.TOKEN: variable TOKEN is not set")
+
+        sup.pool._resolve = locked
+        sup.pool.broken("demo")
+        _make_due(sup)
+        checks = await _checks_for(sup, 2.0)
+        assert 1 <= checks <= 3, checks
+        r = sup.store.receipts.require(rid)
+        assert r.retrieval is RetrievalCondition.UNREACHABLE
+        assert r.retrieval_error and "TOKEN is not set" in r.retrieval_error
+        assert r.next_check_at is not None  # still scheduled, later
+
+
+async def test_unexpected_check_error_is_recorded_with_backoff(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+
+        async def broken(*_args: Any, **_kwargs: Any) -> Any:
+            raise RuntimeError("boom")
+
+        sup.reconciler._observe = broken  # type: ignore[method-assign]
+        _make_due(sup)
+        checks = await _checks_for(sup, 2.0)
+        assert 1 <= checks <= 3, checks
+        r = sup.store.receipts.require(rid)
+        assert r.retrieval is RetrievalCondition.UNREACHABLE
+        assert r.retrieval_error and "RuntimeError: boom" in r.retrieval_error

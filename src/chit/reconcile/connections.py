@@ -19,9 +19,11 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from chit import clock
+from chit.errors import ChitError, NotFound
 from chit.reconcile.limits import PriorityLimiter
 from chit.tasks.client import (
     HintCallback,
+    IncompatibleError,
     InputHandler,
     Mode,
     ServerSpec,
@@ -125,7 +127,9 @@ class ConnectionPool:
 
         Raises:
             TransientError: the connection failed, or the backoff after a failure has
-                not elapsed yet (the message says when the next attempt is).
+                not elapsed yet (the message says when the next attempt is), or the
+                server's spec could not be resolved (vault, variables, config).
+            IncompatibleError: the server is no longer registered.
         """
         conn = self._conn(server)
         if conn.client is not None:
@@ -139,7 +143,7 @@ class ConnectionPool:
                     f"server {server!r} unreachable ({conn.last_error}); retrying in {wait:.1f} s",
                     method="initialize",
                 )
-            spec = self._resolve(server)
+            spec = self._spec(server)
             conn.stop, conn.closed = anyio.Event(), anyio.Event()
             try:
                 client: TaskClient = await self._tg.start(self._own, spec, conn)
@@ -154,6 +158,27 @@ class ConnectionPool:
                 raise TransientError(f"cannot connect: {exc}", method="initialize") from exc
             conn.client = client
             return client
+
+    def _spec(self, server: str) -> ServerSpec:
+        """Resolve ``server``; every failure is a ``TaskError`` the check can record.
+
+        Raises:
+            IncompatibleError: the server is no longer registered (asking again the same
+                way cannot help; a person decides).
+            TransientError: anything else (a locked vault, an unset variable, an
+                unreadable config): retried with backoff, it may be fixed meanwhile.
+        """
+        try:
+            return self._resolve(server)
+        except NotFound as exc:
+            raise IncompatibleError(
+                f"server {server!r} is no longer registered ({exc})", method="initialize"
+            ) from exc
+        except Exception as exc:
+            message = exc.message if isinstance(exc, ChitError) else f"{type(exc).__name__}: {exc}"
+            raise TransientError(
+                f"cannot resolve server {server!r}: {message}"[:300], method="initialize"
+            ) from exc
 
     def succeeded(self, server: str) -> None:
         """A request got an answer: forget earlier connection failures."""

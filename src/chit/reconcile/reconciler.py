@@ -55,6 +55,11 @@ HINT_PULL_S = 5.0
 """A message-only hint brings the receipt's next check to within this (never sooner: at
 most one extra check per receipt per interval however often its message changes)."""
 
+HOLD_FLOOR_S = 1.0
+HOLD_CEILING_S = 300.0
+"""A check that failed without writing anything (the store itself failing) is not
+polled again before this backoff (1 s, 2 s, … 300 s; in memory)."""
+
 IDLE_TICK_S = 0.05
 """Longest sleep between schedule scans: receipts written by other processes are seen
 within this, and hints wake the loop at once."""
@@ -87,6 +92,7 @@ class Reconciler:
         self._wake = anyio.Event()
         self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (anyio time)
         self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
+        self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
         self.checks = 0
         self.message_hints = 0
 
@@ -185,6 +191,8 @@ class Reconciler:
     def kick(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Start checks for ``receipt_ids`` in the background (coalescing repeats)."""
         for rid in receipt_ids:
+            if source is ObservationSource.POLL and self._is_held(rid):
+                continue
             if rid in self._inflight:
                 # Only news coalesces into one more check; a due poll of a receipt
                 # already being checked is that check (it sets the next due time).
@@ -234,8 +242,20 @@ class Reconciler:
         try:
             await self.check(rid, source)
         except Exception:
-            # One bad receipt (or a store hiccup) must never kill the reconciler.
-            log.exception("check of %s failed", rid)
+            # One bad receipt (or a store hiccup) must never kill the reconciler. Nothing
+            # was written, so the receipt is still due: hold its polls back (in memory,
+            # exponential) instead of failing again every tick.
+            _until, failures = self._held.get(rid, (0.0, 0))
+            failures += 1
+            delay = min(HOLD_CEILING_S, HOLD_FLOOR_S * 2 ** min(failures - 1, 10))
+            self._held[rid] = (anyio.current_time() + delay, failures)
+            log.exception("check of %s failed (next try in %.1f s)", rid, delay)
+        else:
+            self._held.pop(rid, None)
+
+    def _is_held(self, rid: str) -> bool:
+        held = self._held.get(rid)
+        return held is not None and held[0] > anyio.current_time()
 
     async def check(
         self, receipt_id: str, source: ObservationSource = ObservationSource.POLL
@@ -262,6 +282,16 @@ class Reconciler:
             if exc.failure_class == "transient":
                 self.pool.broken(receipt.server)
             return await self.writer.submit(receipt_id, [failure_event(exc, source)], base=receipt)
+        except Exception as exc:
+            # Anything else (a bug, a resolver surprise) is still recorded, with backoff:
+            # a check that writes nothing would leave the receipt due, checked every tick.
+            log.warning("check of %s raised", receipt_id, exc_info=True)
+            odd = RetrievalFailed(
+                condition=RetrievalCondition.UNREACHABLE,
+                message=f"unexpected error: {type(exc).__name__}: {exc}"[:300],
+                source=source,
+            )
+            return await self.writer.submit(receipt_id, [odd], base=receipt)
         self.pool.succeeded(receipt.server)
         # A hint that found nothing new writes nothing: the schedule stays as it was.
         try:
