@@ -33,9 +33,20 @@ def options_from_env(**extra: Any) -> SupervisorOptions:
     if mode not in ("auto", "legacy", "2026"):
         raise UsageError(f"CHIT_TASK_MODE must be auto, legacy or 2026, not {mode!r}")
     notifications = os.environ.get("CHIT_NOTIFICATIONS", "1").strip() not in ("0", "false", "no")
-    read_timeout = float(os.environ.get("CHIT_READ_TIMEOUT", "30"))
+    read_timeout = _seconds("CHIT_READ_TIMEOUT", "30")
     client = ClientOptions(mode=mode, read_timeout=read_timeout, notifications=notifications)  # type: ignore[arg-type]
     return SupervisorOptions(client=client, **extra)
+
+
+def _seconds(name: str, default: str) -> float:
+    raw = os.environ.get(name, default).strip() or default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{name} must be a positive number of seconds, not {raw!r}")
+    return value
 
 
 def run_engine(ctx: click.Context, work: Callable[[Supervisor], Awaitable[T]], **options: Any) -> T:
@@ -102,6 +113,13 @@ def wait_exit_code(receipt: Receipt) -> ExitCode:
     )
     if receipt.acceptance.state is AcceptanceState.REJECTED:
         return ExitCode.REJECTED
+    if (
+        receipt.retrieval is RetrievalCondition.UNREACHABLE
+        and receipt.outcome is None
+        and receipt.state is not LifecycleState.CANCELLED
+    ):
+        # Followed until a person must decide, and the server is still not answering.
+        return ExitCode.UNREACHABLE
     if receipt.state is LifecycleState.COMPLETED:
         if receipt.outcome is not None and receipt.outcome.is_error:
             return ExitCode.COMPLETED_WITH_ERROR

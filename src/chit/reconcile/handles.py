@@ -7,6 +7,7 @@ never logged. The reverse map (task id → receipt id) lets a status notificatio
 
 from __future__ import annotations
 
+from chit.errors import ChitError, ExitCode
 from chit.receipts import Receipt
 from chit.store import Store
 from chit.vault import HandleDecryptError, Vault, aad_for
@@ -15,8 +16,10 @@ PRINCIPAL = ""
 """The principal the handle is bound to (chit has one local user today)."""
 
 
-class HandleUnavailable(Exception):
-    """The receipt's handle was wiped or does not open with this vault."""
+class HandleUnavailable(ChitError):
+    """The receipt's handle was wiped or does not open with this vault (exit 4)."""
+
+    exit_code = ExitCode.KEY_STORE
 
 
 def handle_aad(receipt_id: str, server: str) -> bytes:

@@ -337,11 +337,13 @@ class Actions:
         """
         receipt = self.store.receipts.get_by_prefix(receipt_id)
         rid = receipt.receipt_id
-        receipt = self.writer.apply(rid, [CancelRequested()])
         if receipt.is_terminal or receipt.protocol is TaskProtocol.SYNC:
-            return receipt
+            return self.writer.apply(rid, [CancelRequested()])
+        # Open the handle and connect first: ``requested`` is recorded only when the
+        # request can actually leave (HandleUnavailable exits 4, unreachable exits 6).
         task_id = self.handles.task_id(receipt)
         client = await self._client(receipt.server)
+        self.writer.apply(rid, [CancelRequested()])
         events: list[Event]
         try:
             done = await client.cancel(task_id)

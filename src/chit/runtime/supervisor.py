@@ -13,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from chit import clock
 from chit.errors import Conflict, UsageError
 from chit.home import Home
 from chit.receipts import IntentState, ObservationSource, Receipt, RetrievalCondition
+from chit.receipts.decisions import needs_user
 from chit.reconcile import (
     ClientOptions,
     ConnectionPool,
@@ -38,6 +40,7 @@ from chit.runtime.keys import unlock_vault
 from chit.runtime.servers import registry_resolver
 from chit.runtime.sidecar_host import executor_hook
 from chit.store import Store
+from chit.store.errors import StoreError
 from chit.store.intent_repo import RESTART_MESSAGE
 from chit.vault import Vault
 
@@ -144,7 +147,7 @@ class Supervisor(Actions):
         """Stop watchers, close connections and release the lease."""
         self.inbox.close()
         await self.pool.aclose()
-        self.lease.release()
+        self._release()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Receive engine events; returns the unsubscribe function."""
@@ -220,8 +223,11 @@ class Supervisor(Actions):
         """One pass: resume intents, check every live receipt, collect prompts.
 
         A viewer (another process holds the lease) does nothing and says who holds it.
+        When this Supervisor already holds the lease (``run`` is going, e.g. the TUI's
+        "reconcile now"), the pass runs under it and the lease is kept.
         """
-        if not self.lease.try_acquire():
+        owned = self.lease.held
+        if not owned and not self._try_acquire():
             holder = self.lease.holder()
             return ReconcileReport(True, _describe(holder), 0, 0, {}, 0)
         try:
@@ -232,7 +238,8 @@ class Supervisor(Actions):
             await self.inbox.settle(self.options.settle_s)
             return self._report(self.reconciler.checks - before, unknown)
         finally:
-            self.lease.release()
+            if not owned:
+                self._release()
 
     def _report(self, checked: int, unknown: int) -> ReconcileReport:
         counts = {str(k): v for k, v in self.store.receipts.counts_by_state().items()}
@@ -250,50 +257,99 @@ class Supervisor(Actions):
         if self.executor is not None:
             self._tg.start_soon(self.executor, stop)
         while not stop.is_set():
-            if not self.lease.try_acquire():
+            if not self._try_acquire():
                 with anyio.move_on_after(self.options.heartbeat_s):
                     await stop.wait()
                 continue
             log.info("reconciler lease acquired by %s", self.lease.owner)
-            self.resume_intents()
+            self._resume_safely()
             self.reconciler.kick(self.reconciler.live_ids(), ObservationSource.RESTART)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._heartbeat, stop)
                 await self.reconciler.run(stop, keep_going=lambda: self.lease.held)
                 tg.cancel_scope.cancel()
-        self.lease.release()
+        self._release()
 
-    async def _heartbeat(self, stop: anyio.Event) -> None:
+    # --- the lease, surviving a busy store --------------------------------------------
+    # A store error here (another process holding the write lock past the busy timeout)
+    # is logged and retried on the next beat: only a confirmed takeover loses the lease.
+    # The store's connection is bound to this thread, so these calls stay on the loop.
+
+    def _try_acquire(self) -> bool:
+        try:
+            return self.lease.try_acquire()
+        except StoreError as exc:
+            log.warning("reconciler lease not taken this time: %s", exc.message)
+            return False
+
+    def _beat(self) -> bool | None:
+        """Refresh the lease: True held, False taken over, None the store failed."""
+        try:
+            return self.lease.beat()
+        except StoreError as exc:
+            log.warning("reconciler lease heartbeat skipped: %s", exc.message)
+            return None
+
+    def _release(self) -> None:
+        try:
+            self.lease.release()
+        except StoreError as exc:
+            log.warning("reconciler lease not released (it goes stale): %s", exc.message)
+
+    def _resume_safely(self) -> None:
+        try:
+            self.resume_intents()
+        except (StoreError, Conflict) as exc:
+            log.warning("resuming intents skipped this time: %s", exc.message)
+
+    async def _heartbeat(self, stop: anyio.Event, *, resume: bool = True) -> None:
         while not stop.is_set() and self.lease.held:
             with anyio.move_on_after(self.options.heartbeat_s):
                 await stop.wait()
-            if not self.lease.beat():
+            if stop.is_set():
+                return
+            if self._beat() is False:
                 log.warning("reconciler lease lost; attaching as a viewer")
                 return
-            self.resume_intents()
+            if resume:
+                self._resume_safely()
 
     async def follow(self, receipt_id: str, *, reconcile: bool = True) -> Receipt:
         """Follow one receipt until it ends, is lost, or waits for a person.
 
         Reconciles it here unless another process holds the lease (then only watches).
+        Under a lease this Supervisor already holds (``run`` is going) it keeps it; a
+        lease it took here is kept alive on schedule (even during a long check) and
+        given back at the end; lost to a takeover, it goes on as a viewer.
         """
         rid = self.store.receipts.get_by_prefix(receipt_id).receipt_id
-        active = reconcile and self.lease.try_acquire()
+        owned = self.lease.held
+        took = reconcile and not owned and self._try_acquire()
+        active = reconcile and (owned or took)
+        stop = anyio.Event()
         try:
-            while True:
-                r = self.store.receipts.require(rid)
-                if _settled(r):
-                    return r
-                due = r.next_check_at is None or r.next_check_at <= clock.now()
-                if active and due:
-                    await self.reconciler.check(rid, ObservationSource.POLL)
-                    continue
-                if active:
-                    self.lease.beat()
-                await anyio.sleep(0.1)
+            async with anyio.create_task_group() as tg:
+                if took:
+                    tg.start_soon(partial(self._heartbeat, stop, resume=False))
+                try:
+                    followed = await self._follow(rid, active)
+                finally:
+                    stop.set()
         finally:
-            if active:
-                self.lease.release()
+            if took:
+                self._release()
+        return followed
+
+    async def _follow(self, rid: str, active: bool) -> Receipt:
+        while True:
+            r = self.store.receipts.require(rid)
+            if _settled(r):
+                return r
+            due = r.next_check_at is None or r.next_check_at <= clock.now()
+            if active and self.lease.held and due:
+                await self.reconciler.check(rid, ObservationSource.POLL)
+                continue
+            await anyio.sleep(0.1)
 
 
 def _settled(r: Receipt) -> bool:
@@ -303,9 +359,13 @@ def _settled(r: Receipt) -> bool:
         RetrievalCondition.INCOMPATIBLE,
     ):
         return True
-    if r.is_terminal:
-        return r.outcome is not None or r.next_check_at is None or r.state.value == "cancelled"
-    return bool(r.pending_inputs)
+    if r.is_terminal and (
+        r.outcome is not None or r.next_check_at is None or r.state.value == "cancelled"
+    ):
+        return True
+    # Whatever else waits for a person (input, a decision after many failed checks)
+    # ends the follow too: chit cannot move it on alone.
+    return bool(r.pending_inputs) or needs_user(r, clock.now())
 
 
 def _describe(holder: Any) -> str | None:

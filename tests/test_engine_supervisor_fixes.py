@@ -1,0 +1,152 @@
+"""Supervisor regressions: a busy store, the lease under reconcile_once/follow, --wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chit.cli.engine import wait_exit_code
+from chit.demo.server import build_demo_server
+from chit.errors import Conflict, ExitCode
+from chit.receipts import RetrievalCondition, RetrievalFailed
+from chit.receipts.policy import MAX_RETRIEVAL_FAILURES
+from chit.runtime import Supervisor
+from chit.store.errors import StoreBusy
+from chit.tasks.client import HttpServer, InProcessServer, ServerSpec
+from tests.engine_support import fast_options, supervisor
+from tests.proc_support import free_port
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _demo(tmp_path: Path) -> dict[str, ServerSpec]:
+    return {"demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))}
+
+
+async def _until(predicate: Any, within: float = 5.0) -> None:
+    with anyio.fail_after(within):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+def _make_due(sup: Supervisor) -> None:
+    past = "2000-01-01T00:00:00Z"
+    sup.store.db.execute(
+        "UPDATE receipts SET next_check_at = ?, doc = json_set(doc, '$.next_check_at', ?)",
+        [past, past],
+    )
+    sup.store.db.conn.commit()
+
+
+async def test_busy_store_in_heartbeat_does_not_end_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with supervisor(tmp_path / "home", _demo(tmp_path), fast_options(heartbeat_s=0.1)) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop)
+            await _until(lambda: sup.lease.held)
+            failures: list[str] = []
+
+            def busy(*_a: Any, **_k: Any) -> Any:
+                failures.append("x")
+                raise StoreBusy("the chit store is busy (another process is writing)")
+
+            def conflict(*_a: Any, **_k: Any) -> Any:
+                raise Conflict("lost a race")
+
+            monkeypatch.setattr(sup.lease, "beat", busy)
+            monkeypatch.setattr(sup.store.intents, "list", conflict)
+            await _until(lambda: len(failures) >= 3)
+            assert sup.lease.held  # only a confirmed takeover loses the lease
+            monkeypatch.undo()
+            await anyio.sleep(0.3)
+            assert sup.lease.held and sup.lease.holder() is not None
+            stop.set()
+
+
+async def test_reconcile_once_keeps_a_running_supervisors_lease(tmp_path: Path) -> None:
+    async with supervisor(tmp_path / "home", _demo(tmp_path)) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop)
+            await _until(lambda: sup.lease.held)
+            report = await sup.reconcile_once()
+            assert not report.viewer
+            assert sup.lease.held
+            holder = sup.lease.holder()
+            assert holder is not None and holder.owner == sup.lease.owner
+            stop.set()
+
+
+async def test_follow_under_a_held_lease_keeps_it(tmp_path: Path) -> None:
+    async with supervisor(tmp_path / "home", _demo(tmp_path)) as sup:
+        r = await sup.call("demo", "slow_compute", {"seconds": 0.3})
+        assert sup.lease.try_acquire()
+        done = await sup.follow(r.receipt_id)
+        assert done.is_terminal
+        assert sup.lease.held and sup.lease.holder() is not None
+
+
+async def test_follow_stops_reconciling_after_losing_the_lease(tmp_path: Path) -> None:
+    options = fast_options(heartbeat_s=0.1, lease_stale_s=30.0)
+    async with supervisor(tmp_path / "home", _demo(tmp_path), options) as sup:
+        r = await sup.call("demo", "slow_compute", {"seconds": 30})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.follow, r.receipt_id)
+            await _until(lambda: sup.lease.held and sup.reconciler.checks >= 1)
+            sup.store.db.execute("UPDATE lease SET owner = 'someone-else'")
+            sup.store.db.conn.commit()
+            await _until(lambda: not sup.lease.held)  # the heartbeat ran and saw the takeover
+            _make_due(sup)
+            checks = sup.reconciler.checks
+            await anyio.sleep(0.5)
+            assert sup.reconciler.checks == checks  # a viewer now: watches, does not check
+            row = sup.store.db.execute("SELECT owner FROM lease").fetchone()
+            assert row[0] == "someone-else"
+            tg.cancel_scope.cancel()
+
+
+async def test_follow_returns_when_the_server_stays_unreachable(tmp_path: Path) -> None:
+    servers = _demo(tmp_path)
+    async with supervisor(tmp_path / "home", servers) as sup:
+        r = await sup.call("demo", "slow_compute", {"seconds": 30})
+        servers["demo"] = HttpServer(f"http://127.0.0.1:{free_port()}/mcp")  # nobody listens
+        sup.pool.broken("demo")
+        down = RetrievalFailed(condition=RetrievalCondition.UNREACHABLE, message="refused")
+        for _ in range(MAX_RETRIEVAL_FAILURES - 1):
+            sup.writer.apply(r.receipt_id, [down])
+        _make_due(sup)
+        with anyio.fail_after(20):
+            followed = await sup.follow(r.receipt_id)
+        assert followed.retrieval is RetrievalCondition.UNREACHABLE
+        assert followed.retrieval_failures >= MAX_RETRIEVAL_FAILURES
+        assert wait_exit_code(followed) is ExitCode.UNREACHABLE
+
+
+def test_read_timeout_setting_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chit.cli.engine import options_from_env
+    from chit.errors import UsageError
+
+    for bad in ("abc", "0", "-3", "nan"):
+        monkeypatch.setenv("CHIT_READ_TIMEOUT", bad)
+        with pytest.raises(UsageError):
+            options_from_env()
+    monkeypatch.setenv("CHIT_READ_TIMEOUT", "2.5")
+    assert options_from_env().client.read_timeout == 2.5
+
+
+def test_handle_unavailable_is_a_key_store_error() -> None:
+    from chit.errors import ChitError
+    from chit.reconcile import HandleUnavailable
+
+    exc = HandleUnavailable("the sealed task handle was wiped")
+    assert isinstance(exc, ChitError) and exc.exit_code is ExitCode.KEY_STORE
