@@ -15,7 +15,8 @@ import pytest
 
 from tests.cli_support import Ran, no_keyring_env, run_chit
 from tests.engine_support import file_key_env, write_config
-from tests.interop_support import free_port, http_server
+from tests.interop_support import http_server
+from tests.proc_support import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -172,3 +173,47 @@ def test_call_on_a_stdio_server_warns_that_the_task_stops_with_chit(tmp_path: Pa
     assert "stdio server" in started.err and "--wait" in started.err
     quick = run_chit("call", "demo", "greet", "--arg", "name=x", env=env)
     assert quick.code == 0 and "stdio server" not in quick.err  # finished: nothing to warn
+
+
+def test_cancel_with_a_handle_that_does_not_open_exits_4(env: dict[str, str]) -> None:
+    import sqlite3
+
+    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=20", "--json"))
+    rid = str(doc["receipt_id"])
+    db = sqlite3.connect(Path(env["CHIT_HOME"]) / "chit.db")
+    with db:
+        db.execute("UPDATE receipts SET handle_blob = NULL WHERE receipt_id = ?", [rid])
+    db.close()
+    ran = chit(env, "cancel", rid)
+    assert ran.code == 4, ran.err
+    assert len(ran.err.strip().splitlines()) == 1 and "handle" in ran.err
+    shown = json.loads(chit(env, "show", rid, "--json").out)
+    assert shown["cancel"]["posture"] == "not_requested"  # nothing was sent
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1"])
+def test_bad_read_timeout_setting_exits_2(env: dict[str, str], value: str) -> None:
+    env["CHIT_READ_TIMEOUT"] = value
+    ran = chit(env, "call", "demo", "greet", "--arg", "name=x")
+    assert ran.code == 2, ran.err
+    assert "CHIT_READ_TIMEOUT" in ran.err and len(ran.err.strip().splitlines()) == 1
+
+
+def test_wait_on_an_unreachable_server_returns(tmp_path: Path) -> None:
+    import time
+
+    from chit.tasks.client import HttpServer
+
+    home = tmp_path / "home"
+    write_config(home, {"down": HttpServer(f"http://127.0.0.1:{free_port()}/mcp")})
+    env = no_keyring_env(home)
+    env.update(file_key_env(home))
+    started = time.monotonic()
+    ran = run_chit("call", "down", "greet", "--arg", "name=x", "--wait", env=env)
+    assert ran.code == 6, ran.err
+    assert time.monotonic() - started < 30
+
+
+def test_intents_retry_of_an_unknown_key_exits_3(env: dict[str, str]) -> None:
+    ran = chit(env, "intents", "retry", "NOPE")
+    assert ran.code == 3, ran.err

@@ -150,3 +150,79 @@ def test_handle_unavailable_is_a_key_store_error() -> None:
 
     exc = HandleUnavailable("the sealed task handle was wiped")
     assert isinstance(exc, ChitError) and exc.exit_code is ExitCode.KEY_STORE
+
+
+def _sending_intent(sup: Supervisor, owner: str | None) -> str:
+    from chit import clock
+    from chit.receipts import new_intent, new_request_key
+
+    now = clock.now()
+    intent = new_intent(
+        request_key=new_request_key(now),
+        server="demo",
+        tool="slow_compute",
+        args_digest=sup.arguments_digest({}),
+        now=now,
+    )
+    sup.store.intents.begin(intent, owner=owner)
+    return intent.request_key
+
+
+async def test_a_live_senders_in_flight_call_is_not_marked_unknown(tmp_path: Path) -> None:
+    from chit.receipts import IntentState
+
+    home, servers = tmp_path / "home", _demo(tmp_path)
+    options = fast_options(intent_grace_s=0.0)
+    async with supervisor(home, servers, options) as daemon:
+        async with supervisor(home, servers, options) as caller:
+            key = _sending_intent(caller, caller.intent_owner)  # caller waits for its reply
+            await anyio.sleep(0.05)
+            assert daemon.resume_intents() == 0
+            intent = daemon.store.intents.get(key)
+            assert intent is not None and intent.state is IntentState.SENDING
+        # The caller is gone: its call's outcome is now unknown.
+        assert daemon.resume_intents() == 1
+        intent = daemon.store.intents.get(key)
+        assert intent is not None and intent.state is IntentState.UNKNOWN
+
+
+async def test_a_dead_processes_sending_intent_becomes_unknown(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from chit.receipts import IntentState
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    options = fast_options(intent_grace_s=0.0)
+    async with supervisor(tmp_path / "home", _demo(tmp_path), options) as sup:
+        dead = _sending_intent(sup, f"{socket.gethostname()}|{proc.pid}|abc")
+        remote = _sending_intent(sup, "elsewhere.example|1|abc")  # cannot be probed: waits
+        legacy = _sending_intent(sup, None)
+        await anyio.sleep(0.05)
+        assert sup.resume_intents() == 2
+        states = {k: sup.store.intents.get(k).state for k in (dead, remote, legacy)}  # type: ignore[union-attr]
+        assert states == {
+            dead: IntentState.UNKNOWN,
+            remote: IntentState.SENDING,
+            legacy: IntentState.UNKNOWN,
+        }
+
+
+async def test_intent_moves_check_the_state_they_move_from(tmp_path: Path) -> None:
+    from chit.errors import NotFound
+    from chit.receipts import IntentState
+
+    async with supervisor(tmp_path / "home", _demo(tmp_path)) as sup:
+        with pytest.raises(NotFound):
+            sup.abandon_intent("NOPE")
+        with pytest.raises(NotFound):
+            await sup.retry_intent("NOPE", {})
+        key = _sending_intent(sup, sup.intent_owner)
+        with pytest.raises(Conflict):  # lost a race: it is not unknown any more
+            sup.store.intents.mark(key, IntentState.ABANDONED, expected=IntentState.UNKNOWN)
+        sup.store.intents.mark(key, IntentState.UNKNOWN, expected=IntentState.SENDING)
+        sup.abandon_intent(key)
+        intent = sup.store.intents.get(key)
+        assert intent is not None and intent.state is IntentState.ABANDONED

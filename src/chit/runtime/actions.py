@@ -78,6 +78,7 @@ class Actions:
     inbox: LegacyInbox
     reconciler: Reconciler
     _sending: set[str]
+    intent_owner: str
 
     def arguments_digest(self, arguments: dict[str, Any]) -> str:
         """The keyed digest a call's arguments are recorded under (never the values)."""
@@ -230,7 +231,7 @@ class Actions:
             purpose=purpose,
             work_ref=work_ref,
         )
-        self.store.intents.begin(intent)
+        self.store.intents.begin(intent, owner=self.intent_owner)
         return await self.send_intent(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
 
     # --- answer ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chit import clock
-from chit.errors import Conflict, UsageError
+from chit.errors import Conflict, NotFound, UsageError
 from chit.home import Home
 from chit.receipts import IntentState, ObservationSource, Receipt, RetrievalCondition
 from chit.receipts.decisions import needs_user
@@ -34,6 +34,7 @@ from chit.reconcile import (
     Reconciler,
     SpecResolver,
 )
+from chit.runtime import owners
 from chit.runtime.actions import Actions, check_expression
 from chit.runtime.events import EventBus, IntentUnknown, Subscriber
 from chit.runtime.keys import unlock_vault
@@ -110,6 +111,8 @@ class Supervisor(Actions):
         )
         self.executor: Executor | None = None  # the sidecar executor plugs in here
         self._sending: set[str] = set()
+        self.intent_owner = owners.owner_id(self.lease.owner)
+        owners.register(self.lease.owner)
 
     @classmethod
     @asynccontextmanager
@@ -145,6 +148,7 @@ class Supervisor(Actions):
 
     async def close(self) -> None:
         """Stop watchers, close connections and release the lease."""
+        owners.unregister(self.lease.owner)
         self.inbox.close()
         await self.pool.aclose()
         self._release()
@@ -161,19 +165,37 @@ class Supervisor(Actions):
     def resume_intents(self) -> int:
         """Restart rule: ``sending`` intents of dead processes become ``unknown``.
 
-        An intent is someone else's in-flight call until ``intent_grace_s`` passed
-        (a concurrent ``chit call`` may still be waiting for its reply).
+        An intent is its sender's in-flight call while that process lives (a synchronous
+        call may wait for its reply up to ``result_timeout``): it is resumed only once
+        its recorded owner is gone (``chit.runtime.owners``), and never before
+        ``intent_grace_s``. An intent that moved on meanwhile (a lost race) is skipped.
         """
         now = clock.now()
         count = 0
+        senders = self.store.intents.owners(IntentState.SENDING)
         for intent in self.store.intents.list(IntentState.SENDING):
             if intent.request_key in self._sending:
                 continue
-            if (now - intent.updated_at).total_seconds() < self.options.intent_grace_s:
+            age = (now - intent.updated_at).total_seconds()
+            if age < self.options.intent_grace_s:
                 continue
-            marked = self.store.intents.mark(
-                intent.request_key, IntentState.UNKNOWN, error=RESTART_MESSAGE
+            gone = owners.owner_gone(
+                senders.get(intent.request_key),
+                mine=self.lease.owner,
+                age_s=age,
+                remote_wait_s=self.options.client.result_timeout + self.options.intent_grace_s,
             )
+            if not gone:
+                continue
+            try:
+                marked = self.store.intents.mark(
+                    intent.request_key,
+                    IntentState.UNKNOWN,
+                    error=RESTART_MESSAGE,
+                    expected=IntentState.SENDING,
+                )
+            except Conflict:
+                continue
             self.bus.publish(IntentUnknown(marked))
             count += 1
         return count
@@ -193,29 +215,41 @@ class Supervisor(Actions):
         are not stored (only their digest): give them again; they must match.
 
         Raises:
-            Conflict: the intent is not ``unknown``. UsageError: the arguments differ.
+            NotFound: no such intent. Conflict: the intent is not ``unknown`` (also
+            when another process moved it first). UsageError: the arguments differ.
         """
         check_expression(accept_if)
         intent = self.store.intents.get(request_key)
         if intent is None:
-            raise UsageError(f"no intent {request_key}")
+            raise NotFound(f"no intent {request_key}")
         if intent.state is not IntentState.UNKNOWN:
             raise Conflict(f"intent {request_key} is {intent.state}; only unknown intents retry")
         args = dict(arguments or {})
         if not self.same_arguments(args, intent.args_digest):
             raise UsageError("the arguments differ from the original call (digest mismatch)")
         await self._client(intent.server)
-        sending = self.store.intents.mark(request_key, IntentState.SENDING, bump_attempts=True)
+        sending = self.store.intents.mark(
+            request_key,
+            IntentState.SENDING,
+            bump_attempts=True,
+            expected=IntentState.UNKNOWN,
+            owner=self.intent_owner,
+        )
         return await self.send_intent(sending, args, ttl_ms=ttl_ms, accept_if=accept_if)
 
     def abandon_intent(self, request_key: str) -> None:
         """Give up on an ``unknown`` intent (the work may or may not have started)."""
         intent = self.store.intents.get(request_key)
         if intent is None:
-            raise UsageError(f"no intent {request_key}")
+            raise NotFound(f"no intent {request_key}")
         if intent.state is not IntentState.UNKNOWN:
             raise Conflict(f"intent {request_key} is {intent.state}; only unknown intents abandon")
-        self.store.intents.mark(request_key, IntentState.ABANDONED, error="abandoned by the user")
+        self.store.intents.mark(
+            request_key,
+            IntentState.ABANDONED,
+            error="abandoned by the user",
+            expected=IntentState.UNKNOWN,
+        )
 
     # --- reconciling -------------------------------------------------------------------
 

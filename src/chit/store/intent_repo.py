@@ -78,8 +78,10 @@ class IntentRepository:
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
 
-    def begin(self, intent: Intent) -> Intent:
+    def begin(self, intent: Intent, *, owner: str | None = None) -> Intent:
         """Record a call about to be sent; commit this *before* the request leaves.
+
+        ``owner`` names the process sending it (see ``chit.runtime.owners``).
 
         Raises:
             AlreadyExists: the request key is taken (the message says whether the
@@ -102,6 +104,12 @@ class IntentRepository:
                     f"request key {intent.request_key} {why} (intent is {row['state']})"
                 )
             write(self._db, f"INSERT INTO intents ({_FIELDS}) VALUES ({_VALUES})", _params(intent))
+            if owner is not None:
+                write(
+                    self._db,
+                    "UPDATE intents SET owner = ? WHERE request_key = ?",
+                    [owner, intent.request_key],
+                )
         return intent
 
     def mark(
@@ -112,6 +120,8 @@ class IntentRepository:
         error: str | None = None,
         receipt_id: str | None = None,
         bump_attempts: bool = False,
+        expected: IntentState | tuple[IntentState, ...] | None = None,
+        owner: str | None = None,
     ) -> Intent:
         """Move an intent to ``state`` (accepted intents are final).
 
@@ -121,11 +131,15 @@ class IntentRepository:
             error: a readable reason (rejected / unknown), cleared when ``None``.
             receipt_id: the receipt it became (normally set by ``record_acceptance``).
             bump_attempts: count one more send attempt (a resend under the same key).
+            expected: the state(s) it may move from; another (a lost race) is a Conflict.
+            owner: the process now sending it (kept when ``None``).
 
         Raises:
             RecordNotFound: no intent with that key.
-            Conflict: the intent was already accepted and ``state`` differs.
+            Conflict: the intent was already accepted and ``state`` differs, or it is
+                not in an ``expected`` state.
         """
+        allowed = (expected,) if isinstance(expected, IntentState) else expected
         with immediate(self._db):
             row = fetch_one(
                 self._db, "SELECT state FROM intents WHERE request_key = ?", [request_key]
@@ -135,12 +149,23 @@ class IntentRepository:
             current = IntentState(row["state"])
             if current is IntentState.ACCEPTED and state is not IntentState.ACCEPTED:
                 raise Conflict(f"intent {request_key} was accepted; it cannot become {state}")
+            if allowed is not None and current not in allowed:
+                raise Conflict(f"intent {request_key} is {current}; it cannot become {state}")
             write(
                 self._db,
                 "UPDATE intents SET state = ?, error = ?,"
                 " receipt_id = coalesce(?, receipt_id), attempts = attempts + ?,"
-                " updated_at = ? WHERE request_key = ?",
-                [state.value, error, receipt_id, int(bump_attempts), clock.iso(), request_key],
+                " owner = coalesce(?, owner), updated_at = ? WHERE request_key = ? AND state = ?",
+                [
+                    state.value,
+                    error,
+                    receipt_id,
+                    int(bump_attempts),
+                    owner,
+                    clock.iso(),
+                    request_key,
+                    current.value,
+                ],
             )
             updated = fetch_one(
                 self._db, "SELECT * FROM intents WHERE request_key = ?", [request_key]
@@ -176,6 +201,13 @@ class IntentRepository:
                 for key in keys
             ]
         return [_row_to_intent(row) for row in rows]
+
+    def owners(self, state: IntentState = IntentState.SENDING) -> dict[str, str | None]:
+        """The recorded sender of each intent in ``state`` (``None``: not recorded)."""
+        rows = fetch_all(
+            self._db, "SELECT request_key, owner FROM intents WHERE state = ?", [state.value]
+        )
+        return {str(r["request_key"]): r["owner"] for r in rows}
 
     def get(self, request_key: str) -> Intent | None:
         """Return the intent with this key, or ``None``."""

@@ -145,6 +145,13 @@ def m0002_lease(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=2")
 
 
+@migrations(name="0003_intent_owner")
+def m0003_intent_owner(db: sqlite_utils.Database) -> None:
+    """Record who is sending an intent (``host|pid|token``), so nobody else resumes it."""
+    db.execute("ALTER TABLE intents ADD COLUMN owner TEXT")
+    db.execute("PRAGMA user_version=3")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""
