@@ -157,7 +157,7 @@ def test_no_key_store_exits_4_without_key_file(tmp_path: Path, demo_url: str) ->
 def test_intents_listing_and_abandon(env: dict[str, str]) -> None:
     listed = chit(env, "intents", "--json")
     assert listed.code == 0 and json.loads(listed.out) == []
-    assert chit(env, "intents", "abandon", "NOPE").code == 2
+    assert chit(env, "intents", "abandon", "NOPE").code == 3
 
 
 def test_call_on_a_stdio_server_warns_that_the_task_stops_with_chit(tmp_path: Path) -> None:

@@ -124,16 +124,23 @@ def retry(
 @click.pass_context
 def abandon(ctx: click.Context, key: str) -> None:
     """Give up on an unknown call (its effect, if any, stays unknown)."""
-    from chit.errors import Conflict, UsageError
+    from chit.errors import Conflict, NotFound
     from chit.receipts import IntentState
 
     with open_store(ctx) as store:
         intent = store.intents.get(key)
         if intent is None:
-            raise UsageError(f"no intent {key}")
+            raise NotFound(f"no intent {key}")
         if intent.state is not IntentState.UNKNOWN:
             raise Conflict(f"intent {key} is {intent.state}; only unknown intents abandon")
-        store.intents.mark(key, IntentState.ABANDONED, error="abandoned by the user")
+        # expected=: a concurrent retry or acceptance between the read and this write
+        # loses the race cleanly (Conflict, exit 8) instead of being overwritten.
+        store.intents.mark(
+            key,
+            IntentState.ABANDONED,
+            error="abandoned by the user",
+            expected=IntentState.UNKNOWN,
+        )
     click.echo(f"abandoned {key}")
 
 
