@@ -143,7 +143,10 @@ class LegacyInbox:
             log.exception("tasks/result watcher for %s failed", rid)
         finally:
             watch.first_input.set()
-            self._watches.pop(rid, None)
+            # Only this watch's own entry: a newer watch for the same receipt may already
+            # have replaced it, and must not be forgotten by the old one's exit.
+            if self._watches.get(rid) is watch:
+                del self._watches[rid]
 
     def _outcome_events(self, rid: str, outcome: TaskOutcome) -> list[Event]:
         """The result and, as the reconciler would, the acceptance verdict on it.
@@ -189,8 +192,8 @@ class LegacyInbox:
 
     async def _expect_redelivery(self, rid: str, watch: _Watch, expected: set[str]) -> None:
         await anyio.sleep(self.redeliver_wait_s)
-        if rid not in self._watches:
-            return
+        if self._watches.get(rid) is not watch:
+            return  # this watch ended (or was replaced): its deliveries decide nothing now
         missing = sorted(expected - watch.delivered)
         if missing:
             events = [InputAnswered(key=k, status=AnswerStatus.LOST) for k in missing]
