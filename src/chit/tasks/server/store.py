@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from chit.tasks.server.schema import OwnerRow, TaskState, migrate
 
@@ -105,6 +106,37 @@ def _from_row(row: sqlite3.Row) -> TaskRecord:
     return TaskRecord(**values)
 
 
+T = TypeVar("T")
+
+_BUSY_RETRY_S = 30.0
+"""How long a lock held by another server process is waited out beyond ``busy_timeout``."""
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _retry_busy(step: Callable[[], T]) -> T:
+    """Run ``step``, waiting out ``database is locked`` with backoff (bounded).
+
+    Several server processes share one task store. SQLite's busy handler covers most
+    waits, but not all (a lock during WAL recovery after a peer was SIGKILLed, a
+    deferred-to-write upgrade): those surface at once as ``database is locked``. They are
+    transient by nature; a server must wait them out, not die of them.
+    """
+    deadline = time.monotonic() + _BUSY_RETRY_S
+    delay = 0.01
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
 def _connect(path: str) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -123,9 +155,9 @@ class TaskStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = _connect(self.path)
-        self._db.execute("PRAGMA journal_mode = WAL")
+        _retry_busy(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
         self._db.execute("PRAGMA synchronous = FULL")
-        migrate(self._db)
+        _retry_busy(lambda: migrate(self._db))
         if self.path == ":memory:":
             # Each connection to :memory: is its own database: share the one we have.
             self._reader, self._read_lock = self._db, self._lock
@@ -151,7 +183,7 @@ class TaskStore:
             if not durable:
                 self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                _retry_busy(lambda: self._db.execute("BEGIN IMMEDIATE"))
                 try:
                     yield self._db
                 except BaseException:
@@ -164,7 +196,7 @@ class TaskStore:
 
     def _read(self, query: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._read_lock:
-            return self._reader.execute(query, params).fetchall()
+            return _retry_busy(lambda: self._reader.execute(query, params).fetchall())
 
     def insert(self, record: TaskRecord) -> None:
         """Insert a new task row (durable on return)."""
