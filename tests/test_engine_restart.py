@@ -89,6 +89,9 @@ def test_reconciler_killed_at_random_points(tmp_path: Path, demo_http: str) -> N
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
+@pytest.mark.skipif(
+    not os.environ.get("CHIT_NIGHTLY"), reason="nightly: set CHIT_NIGHTLY=1 (~3 min)"
+)
 def test_reconciler_killed_nightly(tmp_path: Path, demo_http: str) -> None:
     _crash_loop(tmp_path, demo_http, max(ROUNDS, 200))
 
