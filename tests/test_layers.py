@@ -29,6 +29,19 @@ ALLOWED: dict[str, set[str]] = {
     "sidecar": {"receipts", "store", "vault", "tasks", "servers"},
     "demo": {"receipts", "store", "vault", "tasks", "servers", "sidecar"},
     "runtime": {"receipts", "store", "vault", "tasks", "servers", "reconcile", "sidecar", "demo"},
+    # The one door of the faces: the Engine protocol, its in-process implementation and
+    # the socket client of the daemon.
+    "engine": {
+        "receipts",
+        "store",
+        "vault",
+        "tasks",
+        "servers",
+        "reconcile",
+        "sidecar",
+        "demo",
+        "runtime",
+    },
     "tui": {
         "receipts",
         "store",
@@ -39,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
         "sidecar",
         "demo",
         "runtime",
+        "engine",
     },
     "cli": {
         "receipts",
@@ -50,6 +64,7 @@ ALLOWED: dict[str, set[str]] = {
         "sidecar",
         "demo",
         "runtime",
+        "engine",
         "tui",
     },
 }
@@ -101,7 +116,8 @@ def test_headless_core_does_not_load_textual() -> None:
     code = (
         "import sys, importlib\n"
         "for m in ('chit.receipts','chit.store','chit.vault','chit.tasks','chit.runtime',"
-        "'chit.reconcile','chit.sidecar','chit.servers','chit.cli.main'):\n"
+        "'chit.reconcile','chit.sidecar','chit.servers','chit.engine','chit.engine.local',"
+        "'chit.cli.main'):\n"
         "    importlib.import_module(m)\n"
         "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "print(','.join(bad))\n"

@@ -18,8 +18,8 @@ from chit.cli.engine import (
 from chit.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from chit.engine import Engine
     from chit.receipts import InputRequest, Receipt
-    from chit.runtime import Supervisor
 
 
 def _prompt_answer(request: InputRequest) -> dict[str, Any]:
@@ -42,14 +42,14 @@ def _prompt_answer(request: InputRequest) -> dict[str, Any]:
     return answer
 
 
-async def _wait(sup: Supervisor, receipt: Receipt) -> Receipt:
+async def _wait(engine: Engine, receipt: Receipt) -> Receipt:
     interactive = sys.stdin.isatty()
     while True:
-        receipt = await sup.follow(receipt.receipt_id)
+        receipt = await engine.follow(receipt.receipt_id)
         if not receipt.pending_inputs or receipt.is_terminal or not interactive:
             return receipt
         request = receipt.pending_inputs[0]
-        receipt = await sup.answer(receipt.receipt_id, request.key, _prompt_answer(request))
+        receipt = await engine.answer(receipt.receipt_id, request.key, _prompt_answer(request))
 
 
 @click.command("call")
@@ -80,8 +80,8 @@ def call(
     """Call TOOL on SERVER as a task and print its receipt."""
     arguments = parse_arguments(args_json, pairs)
 
-    async def work(sup: Supervisor) -> Receipt:
-        receipt = await sup.call(
+    async def work(engine: Engine) -> Receipt:
+        receipt = await engine.call(
             server,
             tool,
             arguments,
@@ -90,7 +90,7 @@ def call(
             ttl_ms=ttl_ms,
             accept_if=accept_if,
         )
-        return await _wait(sup, receipt) if wait else receipt
+        return await _wait(engine, receipt) if wait else receipt
 
     receipt = run_engine(ctx, work)
     print_receipt(receipt, as_json)
@@ -146,8 +146,8 @@ def answer(
         raise UsageError("give exactly one of --json '{…}', --decline or --cancel")
     content = json_object(answer_json, "--json") if answer_json is not None else None
 
-    async def work(sup: Supervisor) -> Receipt:
-        return await sup.answer(receipt, key, content, decline=decline, cancel=cancel_)
+    async def work(engine: Engine) -> Receipt:
+        return await engine.answer(receipt, key, content, decline=decline, cancel=cancel_)
 
     print_receipt(run_engine(ctx, work), as_json)
 
@@ -159,8 +159,8 @@ def answer(
 def cancel(ctx: click.Context, receipt: str, as_json: bool) -> None:
     """Ask the server to cancel RECEIPT's task; print the cancellation posture."""
 
-    async def work(sup: Supervisor) -> Receipt:
-        return await sup.cancel(receipt)
+    async def work(engine: Engine) -> Receipt:
+        return await engine.cancel(receipt)
 
     print_receipt(run_engine(ctx, work), as_json)
 

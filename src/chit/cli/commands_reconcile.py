@@ -12,8 +12,9 @@ from chit.cli.context import open_store
 from chit.cli.engine import parse_arguments, print_receipt, run_engine
 
 if TYPE_CHECKING:
+    from chit.engine import Engine
+    from chit.engine.models import ReconcileSummary
     from chit.receipts import Receipt
-    from chit.runtime import ReconcileReport, Supervisor
 
 
 @click.command("reconcile")
@@ -26,18 +27,11 @@ def reconcile(ctx: click.Context, once: bool, as_json: bool) -> None:
         _daemon(ctx)
         return
 
-    async def work(sup: Supervisor) -> ReconcileReport:
-        return await sup.reconcile_once()
+    async def work(engine: Engine) -> ReconcileSummary:
+        return await engine.reconcile_now()
 
     report = run_engine(ctx, work)
-    doc: dict[str, Any] = {
-        "viewer": report.viewer,
-        "holder": report.holder,
-        "checked": report.checked,
-        "intents_unknown": report.intents_unknown,
-        "by_state": report.by_state,
-        "problems": report.problems,
-    }
+    doc: dict[str, Any] = report.model_dump(mode="json")
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     elif report.viewer:
@@ -54,22 +48,30 @@ def reconcile(ctx: click.Context, once: bool, as_json: bool) -> None:
 def _daemon(ctx: click.Context) -> None:
     import anyio
 
-    async def work(sup: Supervisor) -> None:
-        stop = anyio.Event()
+    from chit.cli.context import home_of
+    from chit.cli.engine import options_from_env
+    from chit.engine.local import LocalEngine
 
-        async def on_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _sig in signals:
-                    stop.set()
-                    return
+    home = home_of(ctx).ensure()
+    settings = options_from_env()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(on_signals)
-            click.echo("chit: reconciling; Ctrl-C stops", err=True)
-            await sup.run(stop)
-            tg.cancel_scope.cancel()
+    async def main() -> None:
+        async with LocalEngine.open(home, options=settings) as engine:
+            stop = anyio.Event()
 
-    run_engine(ctx, work)
+            async def on_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _sig in signals:
+                        stop.set()
+                        return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(on_signals)
+                click.echo("chit: reconciling; Ctrl-C stops", err=True)
+                await engine.supervisor.run(stop)
+                tg.cancel_scope.cancel()
+
+    anyio.run(main)
 
 
 @click.command("daemon")
@@ -113,8 +115,8 @@ def retry(
     """Re-send an unknown call under the same request key."""
     arguments = parse_arguments(args_json, pairs)
 
-    async def work(sup: Supervisor) -> Receipt:
-        return await sup.retry_intent(key, arguments)
+    async def work(engine: Engine) -> Receipt:
+        return await engine.retry_intent(key, arguments)
 
     print_receipt(run_engine(ctx, work), as_json)
 

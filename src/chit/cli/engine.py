@@ -18,8 +18,9 @@ from chit.cli.context import home_of
 from chit.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from chit.engine import Engine
     from chit.receipts import Receipt
-    from chit.runtime import Supervisor, SupervisorOptions
+    from chit.runtime import SupervisorOptions
 
 T = TypeVar("T")
 
@@ -49,18 +50,18 @@ def _seconds(name: str, default: str) -> float:
     return value
 
 
-def run_engine(ctx: click.Context, work: Callable[[Supervisor], Awaitable[T]], **options: Any) -> T:
-    """Open a Supervisor on the command's home, run ``work`` on it, close it."""
+def run_engine(ctx: click.Context, work: Callable[[Engine], Awaitable[T]], **options: Any) -> T:
+    """Open the engine for the command's home, run ``work`` with it, close it."""
     import anyio
 
-    from chit.runtime import Supervisor
+    from chit.engine.local import LocalEngine
 
     home = home_of(ctx).ensure()
     settings = options_from_env(**options)
 
     async def main() -> T:
-        async with Supervisor.open(home, options=settings) as sup:
-            return await work(sup)
+        async with LocalEngine.open(home, options=settings) as engine:
+            return await work(engine)
 
     try:
         return anyio.run(main)

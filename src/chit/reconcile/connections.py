@@ -13,6 +13,7 @@ import random
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -69,6 +70,27 @@ class _Conn:
     failures: int = 0
     not_before: float = 0.0
     last_error: str | None = None
+    connected_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionState:
+    """One server's connection as the pool sees it (for status screens and the daemon).
+
+    Attributes:
+        connected: a session is open now.
+        connected_at: when the current (or last) session was opened.
+        failures: consecutive failed attempts since the last success.
+        last_error: why the last attempt or request failed.
+        retry_in_s: seconds before the backoff allows another attempt (0: now).
+    """
+
+    server: str
+    connected: bool
+    connected_at: datetime | None
+    failures: int
+    last_error: str | None
+    retry_in_s: float
 
 
 class ConnectionPool:
@@ -117,6 +139,24 @@ class ConnectionPool:
         conn = self._conns.get(server)
         return conn is not None and conn.limiter.promote(key)
 
+    def state(self, server: str) -> ConnectionState:
+        """The connection state of ``server`` (never connected: all defaults)."""
+        conn = self._conns.get(server)
+        if conn is None:
+            return ConnectionState(server, False, None, 0, None, 0.0)
+        return ConnectionState(
+            server,
+            conn.client is not None,
+            conn.connected_at,
+            conn.failures,
+            conn.last_error,
+            max(0.0, conn.not_before - clock.monotonic()),
+        )
+
+    def servers(self) -> list[str]:
+        """Names of the servers this pool has tried to reach."""
+        return sorted(self._conns)
+
     def current(self, server: str) -> TaskClient | None:
         """The connected client of ``server`` right now (None while disconnected)."""
         conn = self._conns.get(server)
@@ -157,6 +197,7 @@ class ConnectionPool:
                     raise
                 raise TransientError(f"cannot connect: {exc}", method="initialize") from exc
             conn.client = client
+            conn.connected_at = clock.now()
             return client
 
     def _spec(self, server: str) -> ServerSpec:
