@@ -110,6 +110,17 @@ class TaskWatch(ClientExtension):
         self.seen.append(params.model_extra or {})
 
 
+def store_target(request: Any, tmp: Path, name: str = "tasks.db") -> str:
+    """A task store for a test parametrized with ``"sqlite"``/``"postgresql"``.
+
+    The SQLite file ``tmp/name``, or the URL of a fresh PostgreSQL database.
+    """
+    if getattr(request, "param", "sqlite") == "postgresql":
+        url: str = request.getfixturevalue("pg_url")
+        return url
+    return str(tmp / name)
+
+
 def demo_env(tmp: Path) -> dict[str, str]:
     """Environment for a ``chit demo-server`` subprocess (isolated CHIT_HOME)."""
     env = dict(os.environ)

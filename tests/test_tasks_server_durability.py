@@ -21,6 +21,7 @@ from tests.tasks_server_support import (
     raw,
     start_http_server,
     stop,
+    store_target,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
@@ -47,9 +48,12 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-async def client(tmp_path: Path, clock: Clock) -> AsyncIterator[Any]:
-    server = build_demo_server(tmp_path / "tasks.db", now=clock, max_argument_bytes=4096)
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def client(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> AsyncIterator[Any]:
+    target = store_target(request, tmp_path)
+    server = build_demo_server(target, now=clock, max_argument_bytes=4096)
     async with make_client(server, "2026") as c:
         yield c
 

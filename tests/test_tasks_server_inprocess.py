@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
 
 from chit.demo.server import build_demo_server
-from tests.tasks_server_support import TaskWatch, create, make_client, poll, raw
+from tests.tasks_server_support import TaskWatch, create, make_client, poll, raw, store_target
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -22,9 +22,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Any:
-    return build_demo_server(tmp_path / "tasks.db")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The demo server on each task store (the same behaviour is asserted on both)."""
+    return build_demo_server(store_target(request, tmp_path))
 
 
 @pytest.fixture

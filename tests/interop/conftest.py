@@ -53,3 +53,36 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="session")
+def pg_demo_url(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``chit demo-server --http --store postgresql://…`` replica, a second one beside it.
+
+    Both serve one fresh database for the session; the tests talk to the first.
+    """
+    import secrets
+
+    from tests.pg_support import create_database, drop_database
+    from tests.proc_support import start_chit_http
+    from tests.tasks_server_support import PYTHON, demo_env
+
+    tmp = tmp_path_factory.mktemp("conformance-pg")
+    url = create_database(pg_server, f"conf_{secrets.token_hex(4)}")
+    procs = []
+    try:
+        for _ in range(2):
+            proc, endpoint = start_chit_http(
+                ["demo-server", "--store", url],
+                env=demo_env(tmp),
+                log_dir=tmp,
+                log_name="replica",
+                what="demo replica",
+                python=PYTHON,
+            )
+            procs.append((proc, endpoint))
+        yield procs[0][1]
+    finally:
+        for proc, _ in procs:
+            stop(proc)
+        drop_database(pg_server, url)

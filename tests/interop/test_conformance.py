@@ -45,6 +45,14 @@ def test_tasks_scenario(demo_url: str, scenario: str, tmp_path: Path) -> None:
     assert " 0 failed" in output, output[-4000:]
 
 
+@pytest.mark.parametrize("scenario", TASK_SCENARIOS)
+def test_tasks_scenario_on_postgres_replica(
+    pg_demo_url: str, scenario: str, tmp_path: Path
+) -> None:
+    """The same scenarios against a replica of two sharing one PostgreSQL database."""
+    test_tasks_scenario(pg_demo_url, scenario, tmp_path)
+
+
 def test_active_suite_with_baseline(demo_url: str, tmp_path: Path) -> None:
     proc = run_conformance(
         peers.CONFORMANCE_STABLE,

@@ -4,28 +4,48 @@ from __future__ import annotations
 
 import click
 
+from chit.cli.context import home_of
+
 
 @click.command("demo-server")
 @click.option(
     "--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp."
 )
 @click.option(
+    "--store",
+    metavar="URL|PATH",
+    help="Task store: postgresql://… (replicas share it) or a SQLite file"
+    " (default: [store] tasks in config.toml, else the --db default).",
+)
+@click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    help="Task store (default: $CHIT_HOME/demo-tasks.db, else a per-user file in the temp dir).",
+    help="SQLite task store (default: $CHIT_HOME/demo-tasks.db, else a per-user temp file).",
 )
-def demo_server(http: str | None, db: str | None) -> None:
+@click.pass_context
+def demo_server(ctx: click.Context, http: str | None, store: str | None, db: str | None) -> None:
     """Run the MCP task fixture server (both task protocol generations)."""
-    from chit.demo.server import default_db_path, run_http, run_stdio
+    from chit.cli.stores import configured_store, store_failure
+    from chit.demo.server import build_demo_server, default_db_path, run_http, run_stdio
+    from chit.tasks.server.backend import StoreUnavailable
 
-    path = db or str(default_db_path())
+    if store is not None and db is not None:
+        raise click.UsageError("give --store or --db, not both")
+    target = store or db or configured_store(home_of(ctx), "tasks") or str(default_db_path())
+    host, port = "", 0
+    if http is not None:
+        host, sep, port_text = http.rpartition(":")
+        if not sep or not port_text.isdigit():
+            raise click.BadParameter("expected HOST:PORT", param_hint="--http")
+        host, port = host or "127.0.0.1", int(port_text)
+    try:
+        server = build_demo_server(target)
+    except (StoreUnavailable, RuntimeError) as exc:
+        raise store_failure("task store", exc) from exc
     if http is None:
-        run_stdio(path)
-        return
-    host, sep, port = http.rpartition(":")
-    if not sep or not port.isdigit():
-        raise click.BadParameter("expected HOST:PORT", param_hint="--http")
-    run_http(path, host or "127.0.0.1", int(port))
+        run_stdio(server)
+    else:
+        run_http(server, host, port)
 
 
 COMMANDS = [demo_server]

@@ -54,6 +54,7 @@ def collect(ctx: click.Context) -> dict[str, Any]:
             db["ok"] = False
             db["error"] = str(exc)
     report["database"] = db
+    report["stores"] = _stores(home)
     report["key_store"] = diagnose_key_store(home)
     report["versions"] = {
         "chit": __version__,
@@ -66,6 +67,24 @@ def collect(ctx: click.Context) -> dict[str, Any]:
         "sqlite-utils": _version("sqlite-utils"),
     }
     return report
+
+
+def _stores(home: Any) -> dict[str, Any]:
+    """The server stores (``chit demo-server``'s tasks, the sidecar's): where, reachable."""
+    from chit.cli.stores import configured_store, probe_store
+    from chit.demo.server import default_db_path
+    from chit.errors import ChitError
+
+    stores: dict[str, Any] = {}
+    defaults = {"tasks": str(default_db_path()), "sidecar": str(home.sidecar_db_path)}
+    for key, default in defaults.items():
+        try:
+            target = configured_store(home, key) or default
+        except ChitError as exc:
+            stores[key] = {"kind": None, "location": None, "ok": False, "error": str(exc)}
+            continue
+        stores[key] = probe_store(target)
+    return stores
 
 
 @click.command("doctor")
@@ -92,6 +111,16 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         )
     else:
         click.echo(f"database    {db['path']} (not created yet)")
+    for key, store in report["stores"].items():
+        label = key.ljust(11)
+        if store["error"]:
+            state = f"PROBLEM: {store['error']}"
+        elif store["kind"] == "postgresql":
+            schema = ", ".join(f"{c} schema {v}" for c, v in sorted(store["schema"].items()))
+            state = "reachable" + (f", {schema}" if schema else ", not created yet")
+        else:
+            state = "present" if store["ok"] else "not created yet"
+        click.echo(f"{label} {store['location']} ({store['kind']}): {state}")
     usable = "usable" if ks["usable"] else "UNAVAILABLE"
     click.echo(f"key store   {ks['kind']} ({ks['backend'] or 'no backend'}): {usable}")
     if ks.get("why"):

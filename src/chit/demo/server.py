@@ -20,7 +20,11 @@ def default_db_path() -> Path:
 
 
 def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
-    """Return the demo ``MCPServer`` over the task store at ``db_path``."""
+    """Return the demo ``MCPServer`` over the task store ``db_path`` (a path or a URL).
+
+    Raises:
+        StoreUnavailable: A ``postgresql://`` store cannot be reached.
+    """
     runtime = TaskRuntime(db_path, **runtime_options)
     register_task_tools(runtime)
     server = build_server("chit-demo", runtime, version="1", log_level="WARNING")
@@ -28,15 +32,14 @@ def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
     return server
 
 
-def run_stdio(db_path: str | Path) -> None:
-    """Serve on stdin/stdout until EOF."""
-    build_demo_server(db_path).run("stdio")
+def run_stdio(server: Any) -> None:
+    """Serve ``server`` (see :func:`build_demo_server`) on stdin/stdout until EOF."""
+    server.run("stdio")
 
 
-def run_http(db_path: str | Path, host: str, port: int) -> None:
-    """Serve streamable HTTP on ``http://host:port/mcp`` until interrupted."""
+def run_http(server: Any, host: str, port: int) -> None:
+    """Serve ``server`` as streamable HTTP on ``http://host:port/mcp`` until interrupted."""
     import uvicorn
 
-    server = build_demo_server(db_path)
     app = TaskNameHeaderGuard(server.streamable_http_app(host=host))
     uvicorn.run(app, host=host, port=port, log_level="warning")

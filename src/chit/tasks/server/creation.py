@@ -6,7 +6,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from chit.tasks.server.errors import TaskError, args_digest
-from chit.tasks.server.store import TaskRecord
+from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.tools import TaskTool
 from chit.tasks.wire import INVALID_PARAMS
 

@@ -95,6 +95,10 @@ class Notifier:
             status: Its status after the change; ``None`` if the change kept the status
                 (a message-only update, sent after transitions and throttled).
         """
+        self.offer(task_id, status)
+
+    def offer(self, task_id: str, status: str | None) -> None:
+        """Queue a status notification if ``task_id`` has a session here (see above)."""
         if task_id in self._bindings:
             self.queue.offer(("status", task_id), status)
 

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from chit.tasks.server.backend import StoreUnavailable
+from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.schema import OwnerRow
-from chit.tasks.server.store import TaskRecord
 from chit.tasks.wire import INTERNAL_ERROR, is_terminal
 
 if TYPE_CHECKING:
@@ -79,7 +80,12 @@ class Ownership:
         self.host = host_identity()
         self.owner_id = ""
         self.started_at_ms = 0
+        self._poked = anyio.Event()
         self.renew()
+
+    def poke(self) -> None:
+        """Re-read this owner's task rows now (another process changed some row)."""
+        self._poked.set()
 
     def renew(self) -> None:
         """Take a fresh owner id (each start of the runtime is a new owner)."""
@@ -157,6 +163,8 @@ class Ownership:
                 for task_id in await runtime.write(self.settle_orphans):
                     runtime.start(task_id)
                     await runtime.changed(task_id)
+            except StoreUnavailable as exc:  # an outage: one line, then keep beating
+                logger.warning("task owner heartbeat failed: %s", exc.reason)
             except Exception:  # a locked or busy database must not end the heartbeat
                 logger.warning("task owner heartbeat failed", exc_info=True)
 
@@ -165,10 +173,17 @@ class Ownership:
         answers: dict[str, int] = {}
         stopped: set[str] = set()
         while True:
-            await anyio.sleep(runtime.poll_s)
+            with anyio.move_on_after(runtime.poll_s):
+                await self._poked.wait()
+            self._poked = anyio.Event()
             running = list(runtime.scopes)
+            if not running:
+                continue
             try:
                 states = runtime.store.states(running)
+            except StoreUnavailable as exc:
+                logger.debug("task watch failed: %s", exc.reason)
+                continue
             except Exception:
                 logger.warning("task watch failed", exc_info=True)
                 continue

@@ -29,11 +29,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chit.tasks.clock import Now, to_ms, utc_now
+from chit.tasks.server.backend import StoreUnavailable, TaskBackend, open_task_store
 from chit.tasks.server.creation import create_task
 from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
-from chit.tasks.server.store import TaskRecord, TaskStore
+from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.tools import PreInput, TaskTool, ToolFn, build_task_tool
 from chit.tasks.server.writes import Superseded, WriteQueue
 from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
@@ -51,7 +52,7 @@ class TaskRuntime:
 
     def __init__(
         self,
-        store: TaskStore | str | Path,
+        store: TaskBackend | str | Path,
         *,
         now: Now = utc_now,
         default_ttl_ms: int = DAY_MS,
@@ -66,7 +67,8 @@ class TaskRuntime:
         """Configure the runtime; call :meth:`running` to start workers and recovery.
 
         Args:
-            store: A :class:`TaskStore` or the path of its SQLite file.
+            store: A store (:class:`~chit.tasks.server.backend.TaskBackend`), the path of a
+                SQLite file, or a ``postgresql://`` URL (several replicas share it).
             now: Clock (aware UTC datetimes); injectable for tests.
             default_ttl_ms: TTL when the client asks for none (24 h).
             min_ttl_ms: Lower clamp of requested TTLs (1 min).
@@ -77,7 +79,7 @@ class TaskRuntime:
             stale_s: Heartbeat age after which an owner counts as dead (3 × heartbeat).
             poll_s: How often rows are re-read for changes made by other processes.
         """
-        self.store = store if isinstance(store, TaskStore) else TaskStore(store)
+        self.store: TaskBackend = open_task_store(store) if isinstance(store, str | Path) else store
         self.now = now
         self.default_ttl_ms = default_ttl_ms
         self.min_ttl_ms = min_ttl_ms
@@ -152,6 +154,7 @@ class TaskRuntime:
                     self.start(task_id)
                 tg.start_soon(self.ownership.run)
                 tg.start_soon(self.notifier.run)
+                tg.start_soon(self.store.follow, self.remote_changed)
                 try:
                     yield self
                 finally:
@@ -281,6 +284,28 @@ class TaskRuntime:
         if event is not None:
             event.set()
 
+    def remote_changed(self, task_id: str | None, status: str | None) -> None:
+        """React to a change another process made (the store's change feed).
+
+        Wakes waiters (a worker parked for input, a 2025 ``tasks/result``), pushes to this
+        process's subscribers, and lets the owner's watch re-read its tasks at once (a
+        cancel answered by another replica stops the worker without waiting ``poll_s``).
+
+        Args:
+            task_id: The task, or ``None`` when changes may have been missed (everything
+                watched is re-read).
+            status: Its status after the change; ``None`` when the change kept it.
+        """
+        self.ownership.poke()
+        if task_id is None:
+            for waiting in list(self._changed):
+                self.wake(waiting)
+            return
+        self.wake(task_id)
+        for listener in list(self._listeners):
+            listener(task_id, status)
+        self.notifier.offer(task_id, status)
+
     def add_listener(self, callback: Callable[[str, str | None], None]) -> Callable[[], None]:
         """Call ``callback(task_id, status)`` on every task change; return the remover.
 
@@ -317,15 +342,28 @@ class TaskRuntime:
         write = partial(
             self.store.update, task_id, only_if_active=True, owner=owner, durable=durable, **changes
         )
-        try:
-            done = await self.writes.run(
-                write,
-                key=task_id,
-                message=message,
-                replaces_message="status_message" in changes,
-            )
-        except Superseded:
-            return True  # a newer write of the task carries the change (and notifies)
+        delay = 0.2
+        while True:
+            try:
+                done = await self.writes.run(
+                    write,
+                    key=task_id,
+                    message=message,
+                    replaces_message="status_message" in changes,
+                )
+            except Superseded:
+                return True  # a newer write of the task carries the change (and notifies)
+            except StoreUnavailable as exc:
+                if not worker:
+                    raise  # a client's request: it gets the one-line error and may retry
+                # A worker's write (its outcome above all) must not be lost to an outage:
+                # wait for the store to come back. The owner guard keeps it from landing
+                # on a task that another process took over meanwhile.
+                logger.warning("task %s: %s; retrying", task_id, exc.reason)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            break
         if done:
             await self.changed(task_id, changes.get("status"), kept="status" not in changes)
         return done

@@ -25,86 +25,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+
+from chit.tasks.server.record import TaskRecord, from_row, to_row, to_row_partial
 from chit.tasks.server.schema import OwnerRow, TaskState, migrate
 
-
-@dataclass
-class TaskRecord:
-    """One stored task (a row of ``tasks``); JSON columns are decoded."""
-
-    id: str
-    principal: str
-    tool: str
-    args: dict[str, Any]
-    args_digest: str
-    request_key: str | None
-    status: str
-    status_message: str | None
-    created_at_ms: int
-    updated_at_ms: int
-    ttl_ms: int
-    expires_at_ms: int
-    poll_interval_ms: int
-    protocol: str
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    input_requests: dict[str, dict[str, Any]] = field(default_factory=dict)
-    input_responses: dict[str, dict[str, Any]] = field(default_factory=dict)
-    cancel_requested: bool = False
-    resumable: bool = False
-    progress_token: str | int | None = None
-    runs: int = 0
-    owner_id: str | None = None
-    """The runtime process running the task (``owners.owner_id``); ``None``: nobody."""
-
-    @property
-    def pending_inputs(self) -> dict[str, dict[str, Any]]:
-        """Input requests that have no response yet."""
-        return {k: v for k, v in self.input_requests.items() if k not in self.input_responses}
-
-
-_JSON_COLUMNS = {
-    "args": "args_json",
-    "result": "result_json",
-    "error": "error_json",
-    "input_requests": "input_requests_json",
-    "input_responses": "input_responses_json",
-    "progress_token": "progress_token_json",
-}
-_BOOL_COLUMNS = {"cancel_requested", "resumable"}
-
-
-def _to_row(record: TaskRecord) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for f in fields(record):
-        value = getattr(record, f.name)
-        if f.name in _JSON_COLUMNS:
-            row[_JSON_COLUMNS[f.name]] = None if value is None else json.dumps(value)
-        elif f.name in _BOOL_COLUMNS:
-            row[f.name] = int(bool(value))
-        else:
-            row[f.name] = value
-    return row
-
-
-def _from_row(row: sqlite3.Row) -> TaskRecord:
-    values: dict[str, Any] = {}
-    for f in fields(TaskRecord):
-        if f.name in _JSON_COLUMNS:
-            raw = row[_JSON_COLUMNS[f.name]]
-            values[f.name] = None if raw is None else json.loads(raw)
-        elif f.name in _BOOL_COLUMNS:
-            values[f.name] = bool(row[f.name])
-        else:
-            values[f.name] = row[f.name]
-    values["input_requests"] = values["input_requests"] or {}
-    values["input_responses"] = values["input_responses"] or {}
-    return TaskRecord(**values)
-
+__all__ = ["TaskRecord", "TaskStore"]
 
 T = TypeVar("T")
 
@@ -146,7 +75,15 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class TaskStore:
-    """SQLite-backed task rows. Thread-safe: a write connection and a read connection."""
+    """SQLite-backed task rows. Thread-safe: a write connection and a read connection.
+
+    One implementation of :class:`~chit.tasks.server.backend.TaskBackend`; the other is
+    :class:`~chit.tasks.server.pgstore.PostgresTaskStore` (several machines).
+    """
+
+    kind = "sqlite"
+    pushes_changes = False
+    """Peers' changes are seen by re-reading rows (``poll_s``), not pushed."""
 
     def __init__(self, path: str | Path) -> None:
         """Open (creating if needed) the store at ``path`` (``":memory:"`` for tests)."""
@@ -163,6 +100,14 @@ class TaskStore:
             self._reader, self._read_lock = self._db, self._lock
         else:
             self._reader, self._read_lock = _connect(self.path), threading.RLock()
+
+    def describe(self) -> str:
+        """The database file's path."""
+        return self.path
+
+    async def follow(self, on_change: Callable[[str | None, str | None], None]) -> None:
+        """SQLite has no change feed: peers' changes are found by polling; sleep."""
+        await anyio.sleep_forever()
 
     def close(self) -> None:
         """Close the connections."""
@@ -200,7 +145,7 @@ class TaskStore:
 
     def insert(self, record: TaskRecord) -> None:
         """Insert a new task row (durable on return)."""
-        row = _to_row(record)
+        row = to_row(record)
         columns = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         with self.transaction() as db:
@@ -212,7 +157,7 @@ class TaskStore:
         Returns:
             The existing row when there is one (nothing inserted), else ``None``.
         """
-        row = _to_row(record)
+        row = to_row(record)
         columns = ", ".join(row)
         marks = ", ".join(f":{k}" for k in row)
         with self.transaction() as db:
@@ -221,14 +166,14 @@ class TaskStore:
                 (record.principal, record.tool, record.request_key),
             ).fetchone()
             if found is not None:
-                return _from_row(found)
+                return from_row(found)
             db.execute(f"INSERT INTO tasks ({columns}) VALUES ({marks})", row)
         return None
 
     def get(self, task_id: str) -> TaskRecord | None:
         """Return the task ``task_id`` or ``None`` (no visibility checks here)."""
         rows = self._read("SELECT * FROM tasks WHERE id = ?", (task_id,))
-        return _from_row(rows[0]) if rows else None
+        return from_row(rows[0]) if rows else None
 
     def update(
         self,
@@ -252,7 +197,7 @@ class TaskStore:
         Returns:
             True when a row changed.
         """
-        row = _to_row_partial(changes)
+        row = to_row_partial(changes)
         assignments = ", ".join(f"{k} = :{k}" for k in row)
         guard = " AND status IN ('working', 'input_required')" if only_if_active else ""
         if owner is not None:
@@ -272,7 +217,7 @@ class TaskStore:
         Returns:
             True when this call changed the row.
         """
-        row = _to_row_partial(changes)
+        row = to_row_partial(changes)
         assignments = ", ".join(f"{k} = :{k}" for k in row)
         with self.transaction() as db:
             cursor = db.execute(
@@ -294,7 +239,7 @@ class TaskStore:
             row = db.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
             if row is None:
                 return None
-            record = _from_row(row)
+            record = from_row(row)
             pending = record.pending_inputs
             accepted = {k: v for k, v in responses.items() if k in pending}
             if accepted and record.status == "input_required":
@@ -316,12 +261,12 @@ class TaskStore:
             params += [after[0], after[0], after[1]]
         query += " ORDER BY created_at_ms, id LIMIT ?"
         params.append(limit)
-        return [_from_row(r) for r in self._read(query, params)]
+        return [from_row(r) for r in self._read(query, params)]
 
     def active(self) -> list[TaskRecord]:
         """Return every non-terminal task (recovery and the orphan sweep)."""
         rows = self._read("SELECT * FROM tasks WHERE status IN ('working', 'input_required')")
-        return [_from_row(r) for r in rows]
+        return [from_row(r) for r in rows]
 
     def states(self, task_ids: list[str]) -> dict[str, TaskState]:
         """Return the polled columns of ``task_ids`` (missing ids are left out)."""
@@ -388,7 +333,7 @@ class TaskStore:
         Non-resumable active tasks get ``failure`` (column changes); resumable ones lose
         their owner so that a live peer, or the next process, resumes them.
         """
-        row = _to_row_partial(failure)
+        row = to_row_partial(failure)
         assignments = ", ".join(f"{k} = :{k}" for k in row)
         active = "owner_id = :_owner AND status IN ('working', 'input_required')"
         with self.transaction() as db:
@@ -401,15 +346,3 @@ class TaskStore:
                 {"_owner": owner_id},
             )
             db.execute("DELETE FROM owners WHERE owner_id = ?", (owner_id,))
-
-
-def _to_row_partial(changes: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for name, value in changes.items():
-        if name in _JSON_COLUMNS:
-            row[_JSON_COLUMNS[name]] = None if value is None else json.dumps(value)
-        elif name in _BOOL_COLUMNS:
-            row[name] = int(bool(value))
-        else:
-            row[name] = value
-    return row

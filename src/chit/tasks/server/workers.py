@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.shared.exceptions import MCPError
 
+from chit.tasks.server.backend import StoreUnavailable
 from chit.tasks.server.context import TaskContext
-from chit.tasks.server.store import TaskRecord
+from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.tools import (
     TaskGone,
     TaskProtocolError,
@@ -17,7 +18,7 @@ from chit.tasks.server.tools import (
     to_call_tool_result,
     tool_error_result,
 )
-from chit.tasks.wire import PROTOCOL_2025
+from chit.tasks.wire import INTERNAL_ERROR, PROTOCOL_2025
 
 if TYPE_CHECKING:
     from chit.tasks.server.runtime import TaskRuntime
@@ -60,6 +61,13 @@ async def _execute(
         await _finish(runtime, record, error=error, message=f"Failed: {exc.error.message}")
     except TaskGone:
         return
+    except StoreUnavailable as exc:
+        # The store went away under the tool (a read while parked, say): record a failure
+        # once it is back rather than mistaking the outage for the tool's own error.
+        error = {"code": INTERNAL_ERROR, "message": exc.message}
+        await _finish(
+            runtime, record, error=error, message="Failed: the task store was unavailable"
+        )
     except anyio.get_cancelled_exc_class():
         raise
     except Exception as exc:
