@@ -170,7 +170,7 @@ def _decide(ctx: click.Context, receipt: str, accept: bool, why: str | None, as_
     from chit.cli.context import open_store
     from chit.receipts import AcceptanceState
     from chit.reconcile import ReceiptWriter
-    from chit.runtime.actions import decide_acceptance
+    from chit.runtime.acceptance import decide_acceptance
 
     state = AcceptanceState.ACCEPTED if accept else AcceptanceState.REJECTED
     with open_store(ctx) as store:

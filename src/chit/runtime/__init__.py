@@ -16,7 +16,9 @@ from chit.runtime.events import (
     RetrievalProblem,
 )
 from chit.runtime.keys import unlock_vault
-from chit.runtime.supervisor import ReconcileReport, Supervisor, SupervisorOptions
+from chit.runtime.options import SupervisorOptions
+from chit.runtime.reconciling import ReconcileReport
+from chit.runtime.supervisor import Supervisor
 
 __all__ = [
     "Cancelled",

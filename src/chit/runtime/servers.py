@@ -1,13 +1,14 @@
-"""Server name → task-client spec, through the registry in ``config.toml``."""
+"""Reaching servers: name → task-client spec (the registry), a connected client, typed errors."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from chit.home import Home
-from chit.reconcile import SpecResolver
+from chit.reconcile import ConnectionPool, SpecResolver
 from chit.servers import Registry
-from chit.tasks.client import HttpServer, ServerSpec, StdioServer
+from chit.servers.tools import ServerProtocolError, ServerUnreachable
+from chit.tasks.client import HttpServer, ServerSpec, StdioServer, TaskClient, TaskError
 from chit.vault import Vault
 
 
@@ -31,3 +32,22 @@ def registry_resolver(
         )
 
     return resolve
+
+
+async def connect(pool: ConnectionPool, server: str) -> TaskClient:
+    """The connected client of ``server``.
+
+    Raises:
+        ServerUnreachable: no connection (exit 6), also while the reconnect backs off.
+    """
+    try:
+        return await pool.get(server)
+    except TaskError as exc:
+        raise ServerUnreachable(f"cannot reach server {server!r}: {exc.message}") from exc
+
+
+def typed_error(exc: TaskError, what: str) -> Exception:
+    """A server's refusal as the CLI's error: transient → unreachable, else protocol."""
+    if exc.failure_class == "transient":
+        return ServerUnreachable(f"{what}: {exc}")
+    return ServerProtocolError(f"{what}: {exc}")

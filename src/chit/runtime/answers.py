@@ -1,0 +1,154 @@
+"""Answers: a person's reply to a pending input request, delivered the way its task asks.
+
+2026 tasks take the answer in a request of their own; a 2025 task's prompt is answered
+on an open ``tasks/result`` — this process's watcher, or a new one on which the server
+must re-deliver the prompt (:class:`chit.reconcile.LegacyInbox`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp_types import ElicitResult
+
+from chit.errors import Conflict, NotFound, UsageError
+from chit.receipts import (
+    AnswerStatus,
+    InputAnswered,
+    InputRequest,
+    LifecycleState,
+    ObservationSource,
+    Receipt,
+    TaskProtocol,
+)
+from chit.receipts.answers import validate_answer
+from chit.reconcile import (
+    ConnectionPool,
+    HandleBook,
+    LegacyInbox,
+    ReceiptWriter,
+    Reconciler,
+    answer_status,
+)
+from chit.runtime.servers import connect, typed_error
+from chit.servers.tools import ServerUnreachable
+from chit.tasks.client import TaskError
+
+
+class Answers:
+    """Validates answers against their request's schema and delivers them."""
+
+    def __init__(
+        self,
+        writer: ReceiptWriter,
+        handles: HandleBook,
+        pool: ConnectionPool,
+        inbox: LegacyInbox,
+        reconciler: Reconciler,
+    ) -> None:
+        """Wire the parts."""
+        self.writer = writer
+        self.store = writer.store
+        self.handles = handles
+        self.pool = pool
+        self.inbox = inbox
+        self.reconciler = reconciler
+
+    async def answer(
+        self,
+        receipt_id: str,
+        key: str | None = None,
+        content: dict[str, Any] | None = None,
+        *,
+        decline: bool = False,
+        cancel: bool = False,
+    ) -> Receipt:
+        """Answer (or decline / cancel) a pending input request.
+
+        Raises:
+            UsageError: the answer does not fit the request's schema, or the key is ambiguous.
+            Conflict: nothing pending under that key, or the prompt was lost.
+        """
+        receipt = self.store.receipts.get_by_prefix(receipt_id)
+        request = pending_request(receipt, key)
+        action = "decline" if decline else "cancel" if cancel else "accept"
+        if action == "accept":
+            if content is None:
+                raise UsageError("give the answer (--json), or --decline / --cancel")
+            errors = validate_answer(request.requested_schema, content)
+            if errors:
+                raise UsageError("the answer does not fit the request: " + "; ".join(errors))
+        reply = ElicitResult(action=action, content=content if action == "accept" else None)
+        task_id = self.handles.task_id(receipt)
+        rid = receipt.receipt_id
+        if receipt.protocol is TaskProtocol.EXTENSION:
+            client = await connect(self.pool, receipt.server)
+            try:
+                await client.answer(task_id, {request.key: reply})
+            except TaskError as exc:
+                raise typed_error(exc, "the server did not take the answer") from exc
+            after = self.writer.apply(
+                rid, [InputAnswered(key=request.key, status=answer_status(reply))]
+            )
+            self.reconciler.kick([rid], ObservationSource.ANSWER)
+            return after
+        return await self._legacy(receipt, request.key, reply, task_id)
+
+    async def _legacy(
+        self, receipt: Receipt, key: str, reply: ElicitResult, task_id: str
+    ) -> Receipt:
+        rid = receipt.receipt_id
+        self.inbox.deliver(rid, key, reply)
+        if not self.inbox.watching(rid):
+            await connect(self.pool, receipt.server)
+            self.inbox.ensure_watch(receipt, task_id)
+        with anyio.move_on_after(self.inbox.redeliver_wait_s + 5):
+            while True:
+                current = self.store.receipts.require(rid)
+                request = current.input_request(key)
+                if request is None or not request.is_pending or current.is_terminal:
+                    break
+                await anyio.sleep(0.05)
+        current = self.store.receipts.require(rid)
+        request = current.input_request(key)
+        if request is not None and request.answer_status is AnswerStatus.LOST:
+            raise Conflict(
+                f"prompt lost: the server did not re-deliver input request {key!r} on a new "
+                "tasks/result; the task cannot receive this answer"
+            )
+        if request is not None and request.is_pending:
+            raise ServerUnreachable(f"the server did not take the answer to {key!r} in time")
+        # The reply leaves with the callback's return; see the server move on before this
+        # process may exit and close the connection under it.
+        with anyio.move_on_after(self.inbox.redeliver_wait_s):
+            while current.state is LifecycleState.INPUT_REQUIRED and not current.pending_inputs:
+                await anyio.sleep(0.1)
+                current = await self.reconciler.check(rid, ObservationSource.ANSWER) or current
+        return current
+
+
+def pending_request(receipt: Receipt, key: str | None) -> InputRequest:
+    """The pending input request an answer is for (the only one when ``key`` is None).
+
+    Raises:
+        Conflict: the receipt ended, nothing is pending, or that request is answered.
+        UsageError: several are pending and no key chose one.
+        NotFound: no request under ``key``.
+    """
+    if receipt.is_terminal:
+        raise Conflict(f"receipt {receipt.receipt_id} is {receipt.state}: nothing to answer")
+    pending = receipt.pending_inputs
+    if key is None:
+        if not pending:
+            raise Conflict(f"receipt {receipt.receipt_id} has no pending input request")
+        if len(pending) > 1:
+            keys = ", ".join(q.key for q in pending)
+            raise UsageError(f"several requests are pending ({keys}); choose one with --key")
+        return pending[0]
+    request = receipt.input_request(key)
+    if request is None:
+        raise NotFound(f"receipt {receipt.receipt_id} has no input request {key!r}")
+    if not request.is_pending:
+        raise Conflict(f"input request {key!r} is {request.answer_status}, not pending")
+    return request

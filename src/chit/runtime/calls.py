@@ -1,0 +1,221 @@
+"""Calls: the intent first, then the request, then the receipt when the server accepts.
+
+The intent is committed before the request leaves; the receipt, its sealed handle and
+its first observation are committed in one transaction when the server accepts. A reply
+that never comes leaves the intent ``unknown`` (see :mod:`chit.runtime.intents`).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from chit import clock
+from chit.errors import UsageError
+from chit.receipts import (
+    HandleRef,
+    Intent,
+    IntentState,
+    Observation,
+    ObservationSource,
+    Receipt,
+    TaskProtocol,
+    args_digest,
+    new_intent,
+    new_receipt_id,
+    new_request_key,
+    open_receipt,
+    sync_receipt,
+)
+from chit.receipts.acceptance import parse_check
+from chit.reconcile import (
+    ConnectionPool,
+    HandleBook,
+    ReceiptWriter,
+    acceptance_event,
+    handle_aad,
+    result_event,
+    result_json,
+    status_event,
+)
+from chit.runtime.servers import connect, typed_error
+from chit.servers.tools import ServerUnreachable
+from chit.store import AlreadyExists, Store
+from chit.tasks import wire
+from chit.tasks.client import SyncResult, TaskError, TaskHandle
+
+
+def check_expression(accept_if: str | None) -> None:
+    """Refuse an unreadable acceptance expression before anything is sent."""
+    if accept_if is not None:
+        try:
+            parse_check(accept_if)
+        except ValueError as exc:
+            raise UsageError(f"--accept-if: {exc}") from exc
+
+
+class Calls:
+    """Starts tool calls as tasks and records what the servers answered.
+
+    ``sending`` is the set of request keys this Supervisor has on the wire right now;
+    intent recovery shares it so it never declares its own in-flight call unknown.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        pool: ConnectionPool,
+        handles: HandleBook,
+        writer: ReceiptWriter,
+        *,
+        owner: str,
+        sending: set[str],
+    ) -> None:
+        """Wire the parts; ``owner`` is recorded on every intent this process sends."""
+        self.store = store
+        self.pool = pool
+        self.handles = handles
+        self.writer = writer
+        self.owner = owner
+        self.sending = sending
+
+    def arguments_digest(self, arguments: dict[str, Any]) -> str:
+        """The keyed digest a call's arguments are recorded under (never the values)."""
+        return args_digest(arguments, key=self.handles.vault.digest_key())
+
+    def same_arguments(self, arguments: dict[str, Any], recorded: str) -> bool:
+        """True when ``arguments`` are the ones a stored digest was made of.
+
+        Intents recorded before digests were keyed carry a plain ``sha256:`` digest;
+        they are compared the same way, so their retries keep working.
+        """
+        if recorded.startswith("sha256:"):
+            return hmac.compare_digest(args_digest(arguments), recorded)
+        return hmac.compare_digest(self.arguments_digest(arguments), recorded)
+
+    async def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        purpose: str | None = None,
+        work_ref: str | None = None,
+        ttl_ms: int | None = None,
+        accept_if: str | None = None,
+    ) -> Receipt:
+        """Call ``tool`` on ``server`` as a task; return its receipt (see the module doc).
+
+        Raises:
+            UsageError: bad acceptance expression. NotFound: unknown server.
+            ServerUnreachable: no connection, or the outcome is unknown (intent kept).
+            ServerProtocolError: the server refused the call.
+        """
+        check_expression(accept_if)
+        args = dict(arguments or {})
+        await connect(self.pool, server)  # connect first: nothing is sent before the intent
+        now = clock.now()
+        intent = new_intent(
+            request_key=new_request_key(now),
+            server=server,
+            tool=tool,
+            args_digest=self.arguments_digest(args),
+            now=now,
+            purpose=purpose,
+            work_ref=work_ref,
+        )
+        self.store.intents.begin(intent, owner=self.owner)
+        return await self.send(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
+
+    async def send(
+        self,
+        intent: Intent,
+        arguments: dict[str, Any],
+        *,
+        ttl_ms: int | None,
+        accept_if: str | None,
+    ) -> Receipt:
+        """Send a stored ``sending`` intent and record what the server answered."""
+        client = await connect(self.pool, intent.server)
+        key = intent.request_key
+        self.sending.add(key)
+        try:
+            started = await client.start(intent.tool, arguments, request_key=key, ttl_ms=ttl_ms)
+        except TaskError as exc:
+            if exc.failure_class == "transient":
+                self.pool.broken(intent.server)
+                self.store.intents.mark(key, IntentState.UNKNOWN, error=str(exc)[:300])
+                raise ServerUnreachable(
+                    f"the call's outcome is unknown ({exc.message}); see 'chit intents' to "
+                    f"retry {key} with the same request key or abandon it"
+                ) from exc
+            self.store.intents.mark(key, IntentState.REJECTED, error=str(exc)[:300])
+            raise typed_error(exc, "the server refused the call") from exc
+        finally:
+            self.sending.discard(key)
+        now = clock.now()
+        rid = new_receipt_id(now)
+        if isinstance(started, TaskHandle):
+            return self._record_task(intent, started, rid, accept_if)
+        assert isinstance(started, SyncResult)
+        tr = sync_receipt(
+            intent,
+            receipt_id=rid,
+            result=result_event(started.result, None, digest_key=self.handles.vault.digest_key()),
+            now=now,
+            not_task_reason=started.reason.value,
+            acceptance_check=accept_if,
+            acceptance_required=accept_if is not None,
+        )
+        receipt = self._record(intent, tr.receipt, tr.observation, None, None)
+        verdict = acceptance_event(receipt, result_json(started.result))
+        if verdict is not None and receipt.receipt_id == rid:
+            receipt = self.writer.apply(rid, [verdict])
+        return receipt
+
+    def _record_task(
+        self, intent: Intent, handle: TaskHandle, rid: str, accept_if: str | None
+    ) -> Receipt:
+        vault = self.handles.vault
+        blob = vault.seal(handle.task_id, handle_aad(rid, intent.server))
+        fp = vault.fingerprint(handle.task_id)
+        protocol = (
+            TaskProtocol.LEGACY
+            if handle.generation == wire.PROTOCOL_2025
+            else TaskProtocol.EXTENSION
+        )
+        tr = open_receipt(
+            intent,
+            receipt_id=rid,
+            protocol=protocol,
+            created=status_event(handle, ObservationSource.CREATE),
+            now=clock.now(),
+            handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
+            acceptance_check=accept_if,
+            acceptance_required=accept_if is not None,
+        )
+        receipt = self._record(intent, tr.receipt, tr.observation, blob, fp)
+        self.handles.remember(receipt.receipt_id, handle.task_id)
+        return receipt
+
+    def _record(
+        self,
+        intent: Intent,
+        receipt: Receipt,
+        observation: Observation,
+        blob: bytes | None,
+        fp: str | None,
+    ) -> Receipt:
+        try:
+            stored = self.store.receipts.record_acceptance(intent, receipt, observation, blob, fp)
+        except AlreadyExists:
+            # An idempotent retry answered with the task we already hold a receipt for.
+            existing = self.store.receipts.by_request_key(intent.request_key)
+            if existing is None:
+                raise
+            self.store.intents.mark(
+                intent.request_key, IntentState.ACCEPTED, receipt_id=existing.receipt_id
+            )
+            return existing
+        self.writer.notify(None, stored, ("receipt",))
+        return stored

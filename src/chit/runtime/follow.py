@@ -1,0 +1,79 @@
+"""Following one receipt until it ends, is lost, or waits for a person (``--wait``)."""
+
+from __future__ import annotations
+
+import anyio
+
+from chit import clock
+from chit.receipts import ObservationSource, Receipt, RetrievalCondition
+from chit.receipts.decisions import needs_user
+from chit.reconcile import Reconciler
+from chit.runtime.lease_keeper import LeaseKeeper
+
+POLL_S = 0.1
+"""How often a follower re-reads the store while nothing is due here."""
+
+
+class Follower:
+    """Follows receipts, checking them itself when it may hold the lease."""
+
+    def __init__(self, reconciler: Reconciler, keeper: LeaseKeeper) -> None:
+        """Wire the parts."""
+        self.reconciler = reconciler
+        self.store = reconciler.store
+        self.keeper = keeper
+
+    async def follow(self, receipt_id: str, *, reconcile: bool = True) -> Receipt:
+        """Follow one receipt until it ends, is lost, or waits for a person.
+
+        Reconciles it here unless another process holds the lease (then only watches).
+        Under a lease already held here (``run`` is going) it keeps it; a lease taken
+        here is kept alive on schedule (even during a long check) and given back at the
+        end; lost to a takeover, it goes on as a viewer.
+        """
+        keeper = self.keeper
+        rid = self.store.receipts.get_by_prefix(receipt_id).receipt_id
+        owned = keeper.held
+        took = reconcile and not owned and keeper.try_acquire()
+        active = reconcile and (owned or took)
+        stop = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                if took:
+                    tg.start_soon(keeper.heartbeat, stop)
+                try:
+                    followed = await self._follow(rid, active)
+                finally:
+                    stop.set()
+        finally:
+            if took:
+                keeper.release()
+        return followed
+
+    async def _follow(self, rid: str, active: bool) -> Receipt:
+        while True:
+            r = self.store.receipts.require(rid)
+            if settled(r):
+                return r
+            due = r.next_check_at is None or r.next_check_at <= clock.now()
+            if active and self.keeper.held and due:
+                await self.reconciler.check(rid, ObservationSource.POLL)
+                continue
+            await anyio.sleep(POLL_S)
+
+
+def settled(r: Receipt) -> bool:
+    """True when following ``r`` further cannot change anything without a person."""
+    if r.retrieval in (
+        RetrievalCondition.VANISHED,
+        RetrievalCondition.EXPIRED,
+        RetrievalCondition.INCOMPATIBLE,
+    ):
+        return True
+    if r.is_terminal and (
+        r.outcome is not None or r.next_check_at is None or r.state.value == "cancelled"
+    ):
+        return True
+    # Whatever else waits for a person (input, a decision after many failed checks)
+    # ends the follow too: chit cannot move it on alone.
+    return bool(r.pending_inputs) or needs_user(r, clock.now())
