@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "chit"
 # Which chit packages each layer may import (besides itself). Top-level helper modules
 # (clock, errors, home) sit at the bottom and may be imported by every layer except the
 # two that must stand alone.
-BOTTOM = {"chit.clock", "chit.errors", "chit.home", "chit"}
+BOTTOM = {"chit.clock", "chit.errors", "chit.home", "chit.redaction", "chit"}
 ALLOWED: dict[str, set[str]] = {
     "receipts": set(),
     "tasks": set(),
@@ -146,3 +146,10 @@ def test_no_wall_clock_outside_clock_module() -> None:
             if needle in text:
                 offenders.append(f"{path}: {needle}")
     assert not offenders, offenders
+
+
+def test_redaction_is_a_bottom_module() -> None:
+    """``chit.redaction`` (imported by every layer) imports nothing of chit but itself."""
+    for path in sorted((SRC / "redaction").rglob("*.py")):
+        for name in _chit_imports(path):
+            assert name.startswith("chit.redaction"), f"{path} imports {name}"

@@ -1,12 +1,16 @@
 """chit's user-facing error type and the stable exit codes (documented in docs/cli.md).
 
 Every layer may raise a ``ChitError`` subclass; the CLI turns it into one readable line
-on stderr and its exit code. Nothing here imports the rest of chit.
+on stderr and its exit code. Nothing here imports the rest of chit but the bottom module
+``chit.redaction``: a message is redacted when the error is made, so a task handle or a
+sealed secret quoted by a server never reaches a terminal, a toast or a log.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+from chit.redaction import redact
 
 
 class ExitCode(IntEnum):
@@ -36,7 +40,7 @@ class ChitError(Exception):
     exit_code: ExitCode = ExitCode.INTERNAL
 
     def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact(message) if isinstance(message, str) else message)
         if exit_code is not None:
             self.exit_code = exit_code
 

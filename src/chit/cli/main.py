@@ -47,8 +47,14 @@ class ChitGroup(click.Group):
 
 
 def fail(message: str, code: ExitCode) -> None:
-    """Print ``chit: message`` on stderr and exit with ``code``."""
-    click.echo(f"chit: {message}", err=True)
+    """Print ``chit: message`` on stderr and exit with ``code``.
+
+    The message is redacted (``chit.redaction``): an unexpected error can quote what a
+    server sent, task handle included.
+    """
+    from chit.redaction import redact
+
+    click.echo(f"chit: {redact(message)}", err=True)
     sys.exit(int(code))
 
 
