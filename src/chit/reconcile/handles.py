@@ -2,13 +2,17 @@
 
 A task id is a bearer secret: it is opened only in memory, when a request needs it, and
 never logged. The reverse map (task id → receipt id) lets a status notification or a
-2025 elicitation find its receipt.
+2025 elicitation find its receipt. Every handle opened or sealed here is registered with
+``chit.redaction.REGISTRY``, so error messages and log records of this process never
+show it, and :meth:`HandleBook.redactor` gives the writer what to redact a receipt's
+server text with.
 """
 
 from __future__ import annotations
 
 from chit.errors import ChitError, ExitCode
 from chit.receipts import Receipt
+from chit.redaction import REGISTRY, Redactor, handle_secret
 from chit.store import Store
 from chit.vault import HandleDecryptError, Vault, aad_for
 
@@ -41,6 +45,7 @@ class HandleBook:
         """Record a handle just sealed (saves opening it again)."""
         self._by_receipt[receipt_id] = task_id
         self._by_task[task_id] = receipt_id
+        REGISTRY.remember_handle(task_id, self.vault.fingerprint(task_id))
 
     def task_id(self, receipt: Receipt) -> str:
         """Return the receipt's task id.
@@ -60,6 +65,24 @@ class HandleBook:
             raise HandleUnavailable(f"the sealed task handle does not open: {exc.message}") from exc
         self.remember(receipt.receipt_id, task_id)
         return task_id
+
+    def redactor(self, receipt: Receipt) -> Redactor:
+        """What server text about ``receipt`` is redacted with.
+
+        Its task handle (as ``task#<fingerprint>``) and the sealed secrets of its server;
+        only the server's secrets when the handle is gone (wiped, or a synchronous call).
+        """
+        secrets = REGISTRY.server(receipt.server)
+        try:
+            task_id = self.task_id(receipt)
+        except HandleUnavailable:
+            return secrets
+        fingerprint = (
+            receipt.handle.fingerprint
+            if receipt.handle is not None
+            else self.vault.fingerprint(task_id)
+        )
+        return secrets.plus(handle_secret(task_id, fingerprint))
 
     def receipt_for(self, task_id: str) -> str | None:
         """The receipt a task id belongs to, if this process opened or sealed it."""

@@ -51,6 +51,7 @@ def answer_status(reply: ElicitResult) -> AnswerStatus:
 @dataclass
 class _Watch:
     scope: anyio.CancelScope
+    expected: set[str] = field(default_factory=set)
     delivered: set[str] = field(default_factory=set)
     first_input: anyio.Event = field(default_factory=anyio.Event)
 
@@ -98,9 +99,9 @@ class LegacyInbox:
         """Open a ``tasks/result`` for ``receipt`` unless one is already open."""
         if receipt.receipt_id in self._watches or receipt.is_terminal:
             return
-        watch = _Watch(scope=anyio.CancelScope())
-        self._watches[receipt.receipt_id] = watch
         expected = {q.key for q in receipt.pending_inputs}
+        watch = _Watch(scope=anyio.CancelScope(), expected=expected)
+        self._watches[receipt.receipt_id] = watch
         self._tg.start_soon(
             self._watch, receipt.receipt_id, receipt.server, task_id, watch, expected
         )
@@ -171,7 +172,13 @@ class LegacyInbox:
     async def _on_prompt(
         self, rid: str, watch: _Watch, request: InputRequest
     ) -> InputResponse | ErrorData:
-        key = legacy_input_key(request)
+        key = legacy_input_key(request, self.digest_key)
+        if self.digest_key is not None:
+            # A prompt parked before keys were keyed keeps its old (plain-hash) key, so
+            # an answer given to it still matches after the upgrade.
+            old = legacy_input_key(request)
+            if old in watch.expected:
+                key = old
         watch.delivered.add(key)
         self._writer.apply(rid, [InputRequested(request=seen_request(key, request))])
         watch.first_input.set()

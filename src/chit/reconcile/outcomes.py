@@ -8,6 +8,7 @@ payload lives only as long as the acceptance check needs it.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -61,17 +62,23 @@ def seen_request(key: str, request: InputRequest) -> InputRequestSeen:
     return InputRequestSeen(key=key, kind=kind, message=f"{method} request")
 
 
-def legacy_input_key(request: InputRequest) -> str:
+def legacy_input_key(request: InputRequest, digest_key: bytes | None = None) -> str:
     """A stable key for a 2025 elicitation (the wire carries none).
 
     Derived from the message and schema, so the same prompt re-delivered on a new
-    ``tasks/result`` after a restart maps to the same inbox entry.
+    ``tasks/result`` after a restart maps to the same inbox entry. With ``digest_key``
+    (the vault's) it is a keyed HMAC: a prompt's text can hold the task handle, and a
+    plain hash of it could be checked against a guessed handle. Without, the plain
+    SHA-256 keys of receipts written before keys were keyed.
     """
     body = request.model_dump(by_alias=True, mode="json", exclude_none=True)
     params = dict(body.get("params") or {})
     params.pop("_meta", None)
-    text = json.dumps(params, sort_keys=True, separators=(",", ":"))
-    return "e-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    text = json.dumps(params, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if digest_key is None:
+        return "e-" + hashlib.sha256(text).hexdigest()[:12]
+    mac = hmac.new(digest_key, b"chit elicitation key v1|" + text, "sha256")
+    return "e-" + mac.hexdigest()[:16]
 
 
 def status_event(snap: TaskSnapshot | TaskHandle, source: ObservationSource) -> StatusObserved:

@@ -10,6 +10,10 @@ burst of checks costs one fsync (``synchronous=FULL`` stays) instead of one each
 receipt's write is a savepoint inside the batch — all or nothing per receipt — and a
 receipt that fails (a ``StaleWrite``, a ``Conflict``) is rolled back alone; the others
 commit.
+
+Server text is redacted here, before it is folded (``chit.reconcile.boundary``): every
+write goes through this class, so no path can store a task handle or a sealed secret a
+server echoed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import anyio
 
 from chit import clock
 from chit.receipts import Event, Observation, Receipt, apply
+from chit.reconcile.boundary import carries_text, redact_events
+from chit.redaction import Redactor
 from chit.store import StaleWrite, Store, immediate
 from chit.store.db import fetch_one
 
@@ -31,6 +37,9 @@ log = logging.getLogger("chit.reconcile")
 
 ChangeCallback = Callable[[Receipt | None, Receipt, tuple[str, ...]], None]
 """Called after every committed change: (before, after, changed fields)."""
+
+RedactorFor = Callable[[Receipt], Redactor]
+"""The redactor for a receipt's server text (``HandleBook.redactor``)."""
 
 JITTER = 0.1
 """Each scheduled check moves later by up to 10 % of its interval, so tasks created together
@@ -73,13 +82,19 @@ class ReceiptWriter:
         *,
         batch_window_s: float = BATCH_WINDOW_S,
         max_batch: int = MAX_BATCH,
+        redactor: RedactorFor | None = None,
+        digest_key: bytes | None = None,
     ) -> None:
         """Write through ``store``; ``on_change`` hears every committed change.
 
         ``batch_window_s=0`` turns batching off: every submitted write is its own
-        transaction (the benchmark's "before" figures).
+        transaction (the benchmark's "before" figures). ``redactor`` gives each receipt's
+        redactor (its handle, its server's secrets); ``digest_key`` derives the keys of
+        input requests whose server key holds a secret (``boundary.derived_key``).
         """
         self.store = store
+        self.redactor = redactor
+        self.digest_key = digest_key
         self._on_change = on_change
         self._rng = random.Random()
         self.batch_window_s = batch_window_s
@@ -231,7 +246,10 @@ class ReceiptWriter:
         current = before
         observations: list[Observation] = []
         changes: list[str] = []
-        for event in item.events:
+        events: Sequence[Event] = item.events
+        if self.redactor is not None and any(carries_text(e) for e in events):
+            events = redact_events(events, self.redactor(before), self.digest_key)
+        for event in events:
             step = apply(current, event, now)
             observations.append(step.observation)
             changes.extend(step.changes)

@@ -31,9 +31,10 @@ from chit.reconcile import (
     Reconciler,
     answer_status,
 )
+from chit.reconcile.boundary import is_derived_key, server_key
 from chit.runtime.servers import connect, typed_error
 from chit.servers.tools import ServerUnreachable
-from chit.tasks.client import TaskError
+from chit.tasks.client import TaskClient, TaskError
 
 
 class Answers:
@@ -85,7 +86,8 @@ class Answers:
         if receipt.protocol is TaskProtocol.EXTENSION:
             client = await connect(self.pool, receipt.server)
             try:
-                await client.answer(task_id, {request.key: reply})
+                server_key = await self._server_key(client, task_id, request.key)
+                await client.answer(task_id, {server_key: reply})
             except TaskError as exc:
                 raise typed_error(exc, "the server did not take the answer") from exc
             after = self.writer.apply(
@@ -94,6 +96,20 @@ class Answers:
             self.reconciler.kick([rid], ObservationSource.ANSWER)
             return after
         return await self._legacy(receipt, request.key, reply, task_id)
+
+    async def _server_key(self, client: TaskClient, task_id: str, key: str) -> str:
+        """The server's own key for a stored input-request key.
+
+        A server key that held a secret was stored as a derived ``k-…`` key
+        (``boundary.derived_key``); the live ``inputRequests`` say which key it was.
+        """
+        if not is_derived_key(key):
+            return key
+        snap = await client.get(task_id)
+        found = server_key(key, snap.input_requests, self.handles.vault.digest_key())
+        if found is None:
+            raise Conflict(f"the server no longer asks input request {key!r}")
+        return found
 
     async def _legacy(
         self, receipt: Receipt, key: str, reply: ElicitResult, task_id: str

@@ -38,6 +38,8 @@ from chit.reconcile import (
     result_json,
     status_event,
 )
+from chit.reconcile.boundary import redact_event
+from chit.redaction import REGISTRY, handle_secret, redact
 from chit.runtime.servers import connect, typed_error
 from chit.servers.tools import ServerUnreachable
 from chit.store import AlreadyExists, Store
@@ -144,12 +146,12 @@ class Calls:
         except TaskError as exc:
             if exc.failure_class == "transient":
                 self.pool.broken(intent.server)
-                self.store.intents.mark(key, IntentState.UNKNOWN, error=str(exc)[:300])
+                self.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(exc))[:300])
                 raise ServerUnreachable(
                     f"the call's outcome is unknown ({exc.message}); see 'chit intents' to "
                     f"retry {key} with the same request key or abandon it"
                 ) from exc
-            self.store.intents.mark(key, IntentState.REJECTED, error=str(exc)[:300])
+            self.store.intents.mark(key, IntentState.REJECTED, error=redact(str(exc))[:300])
             raise typed_error(exc, "the server refused the call") from exc
         finally:
             self.sending.discard(key)
@@ -158,10 +160,12 @@ class Calls:
         if isinstance(started, TaskHandle):
             return self._record_task(intent, started, rid, accept_if)
         assert isinstance(started, SyncResult)
+        digest_key = self.handles.vault.digest_key()
+        result = result_event(started.result, None, digest_key=digest_key)
         tr = sync_receipt(
             intent,
             receipt_id=rid,
-            result=result_event(started.result, None, digest_key=self.handles.vault.digest_key()),
+            result=redact_event(result, REGISTRY.server(intent.server), digest_key),
             now=now,
             not_task_reason=started.reason.value,
             acceptance_check=accept_if,
@@ -184,11 +188,16 @@ class Calls:
             if handle.generation == wire.PROTOCOL_2025
             else TaskProtocol.EXTENSION
         )
+        # The creating reply is server text like any other: redacted before it is kept.
+        redactor = REGISTRY.server(intent.server).plus(handle_secret(handle.task_id, fp))
+        created = redact_event(
+            status_event(handle, ObservationSource.CREATE), redactor, vault.digest_key()
+        )
         tr = open_receipt(
             intent,
             receipt_id=rid,
             protocol=protocol,
-            created=status_event(handle, ObservationSource.CREATE),
+            created=created,
             now=clock.now(),
             handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
             acceptance_check=accept_if,

@@ -78,8 +78,13 @@ class Supervisor:
         self.store = store
         self.options = options
         self.bus = EventBus()
-        self.writer = ReceiptWriter(store, self.bus.receipt_changed)
         self.handles = HandleBook(store, vault)
+        self.writer = ReceiptWriter(
+            store,
+            self.bus.receipt_changed,
+            redactor=self.handles.redactor,
+            digest_key=vault.digest_key(),
+        )
         self._tg = tg
         self.pool = ConnectionPool(resolve, tg, options.client, on_hint=self._on_hint)
         self.inbox = LegacyInbox(

@@ -4,6 +4,10 @@ Sealed values are opened with the vault, then ``${VAR}`` and ``${VAR:-default}``
 references are expanded from chit's environment - the same syntax Claude Code expands in
 ``.mcp.json``. References are kept verbatim in the registry (import does not expand them)
 so a rotated token in the environment is picked up without re-importing.
+
+The opened values that are secret (every header, every sealed or secret-looking env
+value) are registered with ``chit.redaction.REGISTRY`` as the server's secrets: whatever
+the server later echoes of them is redacted (``secret#<server>.<field>.<key>``).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from chit.errors import UsageError
+from chit.redaction import REGISTRY, Secret, config_secrets
 from chit.servers.secrets import Sealer, SealerFactory, open_value
-from chit.servers.spec import ServerSpec, Transport, is_sealed
+from chit.servers.spec import ServerSpec, Transport, is_sealed, is_secret_env
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -103,13 +108,22 @@ def resolve(
     def plain(text: str, what: str) -> str:
         return expand(text, env_vars, where=f"server {spec.name!r} {what}")
 
+    env = {k: value("env", k, v) for k, v in spec.env.items()}
+    headers = {k: value("headers", k, v) for k, v in spec.headers.items()}
+    secrets: list[Secret] = []
+    for key, opened in headers.items():
+        secrets += config_secrets(spec.name, "headers", key, opened)
+    for key, opened in env.items():
+        if is_sealed(spec.env[key]) or is_secret_env(key, opened):
+            secrets += config_secrets(spec.name, "env", key, opened)
+    REGISTRY.remember_server(spec.name, secrets)
     return ResolvedServer(
         name=spec.name,
         transport=spec.transport,
         command=plain(spec.command, "command") if spec.command is not None else None,
         args=tuple(plain(a, "args") for a in spec.args),
-        env={k: value("env", k, v) for k, v in spec.env.items()},
+        env=env,
         cwd=plain(spec.cwd, "cwd") if spec.cwd is not None else None,
         url=plain(spec.url, "url") if spec.url is not None else None,
-        headers={k: value("headers", k, v) for k, v in spec.headers.items()},
+        headers=headers,
     )
