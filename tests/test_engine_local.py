@@ -42,7 +42,9 @@ async def engine(tmp_path: Path) -> AsyncIterator[LocalEngine]:
 
     home = tmp_path / "home"
     async with LocalEngine.open(
-        Home(home), environ=file_key_env(home), options=fast_options("2026"),
+        Home(home),
+        environ=file_key_env(home),
+        options=fast_options("2026"),
         resolve=resolve,
         run=True,
     ) as e:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from chit.tasks.server.backend import StoreUnavailable
+from chit.tasks.server.errors import task_ref
 from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.schema import OwnerRow
 from chit.tasks.wire import INTERNAL_ERROR, is_terminal
@@ -143,7 +144,7 @@ class Ownership:
                 updated_at_ms=now,
             )
             if won:
-                logger.info("resuming task %s (%s)", record.id, record.tool)
+                logger.info("resuming %s (%s)", task_ref(record.id), record.tool)
             return won
         store.claim(record.id, record.owner_id, updated_at_ms=now, **INTERRUPTED)
         return False

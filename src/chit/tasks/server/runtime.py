@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 from chit.tasks.clock import Now, to_ms, utc_now
 from chit.tasks.server.backend import StoreUnavailable, TaskBackend, open_task_store
 from chit.tasks.server.creation import create_task
-from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found
+from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found, task_ref
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.record import TaskRecord
@@ -359,7 +359,7 @@ class TaskRuntime:
                 # A worker's write (its outcome above all) must not be lost to an outage:
                 # wait for the store to come back. The owner guard keeps it from landing
                 # on a task that another process took over meanwhile.
-                logger.warning("task %s: %s; retrying", task_id, exc.reason)
+                logger.warning("%s: %s; retrying", task_ref(task_id), exc.reason)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue

@@ -10,6 +10,7 @@ from mcp.shared.exceptions import MCPError
 
 from chit.tasks.server.backend import StoreUnavailable
 from chit.tasks.server.context import TaskContext
+from chit.tasks.server.errors import task_ref
 from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.tools import (
     TaskGone,
@@ -71,7 +72,7 @@ async def _execute(
     except anyio.get_cancelled_exc_class():
         raise
     except Exception as exc:
-        logger.info("task %s: tool %s raised %r", record.id, tool.name, exc)
+        logger.info("%s: tool %s raised %r", task_ref(record.id), tool.name, exc)
         await _finish(runtime, record, result=tool_error_result(str(exc) or type(exc).__name__))
     else:
         await _finish(runtime, record, result=to_call_tool_result(value))
