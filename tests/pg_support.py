@@ -48,7 +48,9 @@ def pg_bindir() -> Path | None:
 class Cluster:
     """A running throwaway cluster."""
 
-    def __init__(self, root: Path, bindir: Path, user: str | None) -> None:
+    def __init__(self, root: Path, bindir: Path, user: str | None, durable: bool = False) -> None:
+        self.durable = durable
+        """Keep PostgreSQL's default fsync settings (benchmarks); tests turn them off."""
         self.root = root
         self.bindir = bindir
         self.user = user
@@ -75,10 +77,10 @@ class Cluster:
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
-        options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
-            " -c fsync=off -c full_page_writes=off -c max_connections=300"
-        )
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+        options += " -c max_connections=300"
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off"
         self._run(
             str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options,
             "-l", str(self.root / "server.log"), "-w", "-t", "60", "start",
@@ -113,8 +115,12 @@ def _run_as() -> str | None:
     return None
 
 
-def new_cluster() -> Cluster:
-    """Create and start a throwaway cluster (skip, or fail in CI, when impossible)."""
+def new_cluster(*, durable: bool = False) -> Cluster:
+    """Create and start a throwaway cluster (skip, or fail in CI, when impossible).
+
+    Args:
+        durable: Keep fsync on (benchmarks); tests run without it for speed.
+    """
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -129,7 +135,7 @@ def new_cluster() -> Cluster:
         entry = pwd.getpwnam(user)
         os.chown(root, entry.pw_uid, entry.pw_gid)
     root.chmod(0o700)
-    cluster = Cluster(root, bindir, user)
+    cluster = Cluster(root, bindir, user, durable)
     try:
         cluster.init()
         cluster.start()

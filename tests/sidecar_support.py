@@ -22,6 +22,36 @@ PYTHON = sys.executable
 OWNER = "acct-test"
 
 
+_target: dict[str, str] = {}
+
+
+def use_store(target: str | None) -> None:
+    """Make :func:`store` and :func:`executor` use ``target`` (a PostgreSQL URL), or the
+    home's ``sidecar.db`` again (``None``): the contract tests run on both stores."""
+    _target.clear()
+    if target is not None:
+        _target["url"] = target
+
+
+def store_fixture_home(request: Any, tmp: Path) -> Any:
+    """A fresh home for a test parametrized ``"sqlite"``/``"postgresql"`` (the store is
+    the home's file, or a fresh PostgreSQL database); yields it, then resets."""
+    home = make_home(tmp)
+    use_store(request.getfixturevalue("pg_url") if request.param == "postgresql" else None)
+    try:
+        yield home
+    finally:
+        use_store(None)
+
+
+def raw_write(sc: SidecarStore, sql: str, params: list[Any] | None = None) -> None:
+    """One write statement on either store (tests that set up odd states by hand)."""
+    from chit.sidecar.sql import immediate, write
+
+    with immediate(sc.db):
+        write(sc.db, sql, params or [])
+
+
 def make_home(tmp: Path) -> Home:
     """A fresh private chit home under ``tmp``."""
     return Home(tmp / "home").ensure()
@@ -32,12 +62,14 @@ def executor(
 ) -> tuple[Executor, StaticOwnerResolver]:
     """An executor over ``home`` with a hand-set owner (None = account not restored)."""
     resolver = StaticOwnerResolver(owner)
+    if "url" in _target:
+        kw.setdefault("sidecar_path", _target["url"])
     return Executor(home, resolver, **kw), resolver
 
 
 def store(home: Home) -> SidecarStore:
     """The sidecar store of ``home``."""
-    return SidecarStore.open(home.sidecar_db_path)
+    return SidecarStore.open(_target.get("url") or home.sidecar_db_path)
 
 
 class LockedKeyStore(MemoryKeyStore):

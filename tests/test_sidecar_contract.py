@@ -17,12 +17,13 @@ import pytest
 from chit.sidecar.anchors import IdempotencyConflict, SidecarStore, UnknownItem
 from chit.sidecar.contract import CONTRACT, ContractError, validate
 from chit.store import Store
-from tests.sidecar_support import executor, make_home, store
+from tests.sidecar_support import executor, raw_write, store, store_fixture_home
 
 
-@pytest.fixture
-def home(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return make_home(tmp_path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def home(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A home whose sidecar store is its SQLite file, or a PostgreSQL database."""
+    yield from store_fixture_home(request, tmp_path)
 
 
 @pytest.fixture
@@ -123,10 +124,9 @@ def test_invalid_stored_payload_fails_permanently(home, sc) -> None:  # type: ig
     ex.run_once()
     # An intent written by a helper on another contract version.
     bad = sc.enqueue("local", start.item_id, "status", {"status": "in_progress"})
-    sc.db.execute(
-        "UPDATE intents SET payload = ? WHERE id = ?", ['{"status": "archived"}', bad.intent_id]
+    raw_write(
+        sc, "UPDATE intents SET payload = ? WHERE id = ?", ['{"status": "archived"}', bad.intent_id]
     )
-    sc.db.conn.commit()
     ex.run_once()
     failed = sc.intent(bad.intent_id)
     assert failed is not None and failed.state == "failed" and failed.failure_class == "permanent"
@@ -179,8 +179,7 @@ def test_repair_orphaned_provisional_without_start_intent(home, sc) -> None:  # 
     start = sc.open_work("local", "t", "T")
     with Store.open(home) as lib:
         lib.work.create(start.item_id, "T", task_key="t")
-    sc.db.execute("UPDATE intents SET state = 'applied' WHERE item_id = ?", [start.item_id])
-    sc.db.conn.commit()
+    raw_write(sc, "UPDATE intents SET state = 'applied' WHERE item_id = ?", [start.item_id])
     ex, _ = executor(home)
     ex.run_once()
     assert sc.anchor(start.item_id).state == "live"  # type: ignore[union-attr]

@@ -13,12 +13,19 @@ from chit.sidecar.executor import Executor
 from chit.sidecar.owner import VaultOwnerResolver
 from chit.sidecar.queue import claim, unblock
 from chit.store import Store, StoreBusy
-from tests.sidecar_support import LockedKeyStore, executor, make_home, store
+from tests.sidecar_support import (
+    LockedKeyStore,
+    executor,
+    raw_write,
+    store,
+    store_fixture_home,
+)
 
 
-@pytest.fixture
-def home(tmp_path: Path):  # type: ignore[no-untyped-def]
-    return make_home(tmp_path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def home(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A home whose sidecar store is its SQLite file, or a PostgreSQL database."""
+    yield from store_fixture_home(request, tmp_path)
 
 
 @pytest.fixture
@@ -99,11 +106,11 @@ def test_applied_start_replay_has_no_second_side_effect(home, sc) -> None:  # ty
     ex, _ = executor(home)
     ex.run_once()
     # Replay the start (e.g. a lease that expired after the library write).
-    sc.db.execute(
+    raw_write(
+        sc,
         "UPDATE intents SET state = 'pending' WHERE item_id = ? AND kind = 'start'",
         [start.item_id],
     )
-    sc.db.conn.commit()
     ex.run_once()
     row = sc.intents_of(start.item_id)[0]
     assert row.state == "applied" and row.failure_class == "applied"
@@ -159,7 +166,7 @@ def test_other_account_blocks_until_user_acts(home, sc) -> None:  # type: ignore
 def test_vault_owner_resolver_login_restoration(home, sc) -> None:  # type: ignore[no-untyped-def]
     keys = LockedKeyStore()
     resolver = VaultOwnerResolver(home, key_store=keys)
-    ex = Executor(home, resolver)
+    ex = Executor(home, resolver, sidecar_path=sc.path)
     start = sc.open_work("local", "t", "T")
     sc.enqueue("local", start.item_id, "note", {"text": "before login"})
     ex.run_once()

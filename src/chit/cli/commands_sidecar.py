@@ -14,11 +14,25 @@ from chit.errors import UsageError
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _store(ctx: click.Context) -> Any:
-    from chit.sidecar.anchors import SidecarStore
+def _target(ctx: click.Context) -> Any:
+    """The sidecar store: ``--store``, else ``[store] sidecar`` in config, else the file."""
+    from chit.cli.stores import configured_store
 
     home = home_of(ctx).ensure()
-    return SidecarStore.open(home.sidecar_db_path)
+    chosen = (ctx.find_object(dict) or {}).get("sidecar_store")
+    return chosen or configured_store(home, "sidecar") or home.sidecar_db_path
+
+
+def _store(ctx: click.Context) -> Any:
+    from chit.cli.stores import store_failure
+    from chit.sidecar.anchors import SidecarStore
+    from chit.sidecar.pgdb import StoreUnreachable
+    from chit.store import StoreTooNew
+
+    try:
+        return SidecarStore.open(_target(ctx))
+    except (StoreUnreachable, StoreTooNew) as exc:
+        raise store_failure("sidecar store", exc) from exc
 
 
 def _gateway(home: Any, executor_in_process: bool) -> Any:
@@ -40,6 +54,13 @@ def _gateway(home: Any, executor_in_process: bool) -> Any:
 @click.option("--stats", "show_stats", is_flag=True, help="Print the counters and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --stats: print JSON.")
 @click.option("--no-executor", is_flag=True, help="Do not apply intents in this process.")
+@click.option(
+    "--store",
+    "store_url",
+    metavar="URL|PATH",
+    help="Sidecar store: postgresql://… (replicas share it) or a SQLite file"
+    " (default: [store] sidecar in config.toml, else the home's sidecar.db).",
+)
 @click.pass_context
 def sidecar(
     ctx: click.Context,
@@ -48,8 +69,10 @@ def sidecar(
     show_stats: bool,
     as_json: bool,
     no_executor: bool,
+    store_url: str | None,
 ) -> None:
     """Run the sidecar MCP server (stdio by default); agents declare work through it."""
+    ctx.ensure_object(dict)["sidecar_store"] = store_url
     if ctx.invoked_subcommand is not None:
         return
     if show_stats:
@@ -71,6 +94,8 @@ def sidecar(
         if host not in LOOPBACK:
             raise UsageError("the sidecar listens on loopback only (127.0.0.1, localhost, ::1)")
         port = int(port_text)
+    target = _target(ctx)
+    _store(ctx).close()  # opened (and migrated) once here: a bad store is one line, exit 5
     serve(
         home,
         host=host,
@@ -78,6 +103,7 @@ def sidecar(
         auth=not no_auth,
         executor=not no_executor,
         gateway=_gateway(home, not no_executor),
+        store=target,
     )
 
 
@@ -181,7 +207,7 @@ def executor_cmd(ctx: click.Context, once: bool) -> None:
     from chit.sidecar.owner import VaultOwnerResolver
 
     home = home_of(ctx).ensure()
-    executor = Executor(home, VaultOwnerResolver(home))
+    executor = Executor(home, VaultOwnerResolver(home), sidecar_path=_target(ctx))
     if once:
         try:
             click.echo(json.dumps({"applied": executor.run_once()}))

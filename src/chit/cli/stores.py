@@ -36,8 +36,10 @@ def configured_store(home: Home, key: str) -> str | None:
 
 def store_failure(what: str, exc: BaseException) -> ChitError:
     """One-line error (exit 5) for a store that cannot be opened."""
-    message: Any = getattr(exc, "message", None) or str(exc)
+    message: Any = getattr(exc, "reason", None) or getattr(exc, "message", None) or str(exc)
     line = " ".join(str(message).split())
+    for redundant in (f"the {what} is unavailable: ", "Task store unavailable: "):
+        line = line.removeprefix(redundant)
     return ChitError(f"cannot open the {what}: {line}", exit_code=ExitCode.STORE)
 
 

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import sqlite_utils
 
 from chit import clock
 from chit.sidecar.contract import ContractError, request_hash
-from chit.sidecar.db import open_sidecar_db
 from chit.sidecar.models import (
     DEAD_REASON,
     Anchor,
@@ -29,8 +25,16 @@ from chit.sidecar.models import (
     new_intent_id,
     new_item_id,
 )
-from chit.store import immediate
-from chit.store.db import fetch_all, fetch_one, quick_check, write
+from chit.sidecar.sql import (
+    SidecarDb,
+    Target,
+    fetch_all,
+    fetch_one,
+    immediate,
+    open_database,
+    quick_check,
+    write,
+)
 
 DEFAULT_MAX_ATTEMPTS = 8
 
@@ -57,17 +61,20 @@ class IdempotencyConflict(ContractError):
 
 
 class SidecarStore:
-    """The anchors and intents of one sidecar file (one connection, one thread)."""
+    """The anchors and intents of one sidecar store (one connection, one thread).
 
-    def __init__(self, db: sqlite_utils.Database, path: Path) -> None:
+    The store is a SQLite file or a PostgreSQL database (``chit.sidecar.sql``).
+    """
+
+    def __init__(self, db: SidecarDb, path: Target) -> None:
         """Wrap an open, migrated connection (use :meth:`open`)."""
         self.db = db
         self.path = path
 
     @classmethod
-    def open(cls, path: Path) -> SidecarStore:
-        """Open (creating if needed) the sidecar store at ``path``."""
-        return cls(open_sidecar_db(path), path)
+    def open(cls, path: Target) -> SidecarStore:
+        """Open (creating if needed) the sidecar store at ``path`` (a file or a URL)."""
+        return cls(open_database(path), path)
 
     def close(self) -> None:
         """Close the connection."""
@@ -80,7 +87,7 @@ class SidecarStore:
         self.close()
 
     def quick_check(self) -> list[str]:
-        """``PRAGMA quick_check`` lines (``["ok"]`` when sound)."""
+        """Integrity check lines (``["ok"]`` when sound)."""
         return quick_check(self.db)
 
     # --- reads --------------------------------------------------------------------

@@ -13,15 +13,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
 from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
 from chit.home import Home
 from chit.receipts.answers import validate_answer
-from chit.sidecar.db import open_sidecar_db
-from chit.store import immediate
-from chit.store.db import fetch_all, fetch_one, write
+from chit.sidecar.sql import SidecarDb, fetch_all, fetch_one, immediate, open_database, write
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ def _row(row: Any) -> Decision:
 
 
 def ask(
-    db: sqlite_utils.Database,
+    db: SidecarDb,
     principal: str,
     item_id: str,
     question: str,
@@ -96,13 +92,13 @@ def ask(
     return found
 
 
-def get(db: sqlite_utils.Database, decision_id: str) -> Decision | None:
+def get(db: SidecarDb, decision_id: str) -> Decision | None:
     """One decision by id."""
     row = fetch_one(db, "SELECT * FROM decisions WHERE id = ?", [decision_id])
     return _row(row) if row is not None else None
 
 
-def pending(db: sqlite_utils.Database, *, include_done: bool = False) -> list[Decision]:
+def pending(db: SidecarDb, *, include_done: bool = False) -> list[Decision]:
     """Decisions waiting for an answer (oldest first), or all with ``include_done``."""
     where = "" if include_done else " WHERE state = 'pending'"
     rows = fetch_all(db, f"SELECT * FROM decisions{where} ORDER BY created_at")
@@ -125,7 +121,7 @@ def _check_schema(schema: dict[str, Any] | None, answer: Any) -> None:
             raise UsageError("invalid answer: " + "; ".join(problems))
 
 
-def decide(db: sqlite_utils.Database, decision_id: str, answer: Any) -> Decision:
+def decide(db: SidecarDb, decision_id: str, answer: Any) -> Decision:
     """Answer a pending decision.
 
     Raises:
@@ -151,7 +147,7 @@ def decide(db: sqlite_utils.Database, decision_id: str, answer: Any) -> Decision
     return found
 
 
-def cancel(db: sqlite_utils.Database, decision_id: str) -> bool:
+def cancel(db: SidecarDb, decision_id: str) -> bool:
     """Withdraw a pending question (its task was cancelled)."""
     with immediate(db):
         return (
@@ -176,7 +172,7 @@ def open_decisions(home: Home) -> list[Decision]:
     """
     if not home.sidecar_db_path.exists():
         return []
-    db = open_sidecar_db(home.sidecar_db_path)
+    db = open_database(home.sidecar_db_path)
     try:
         return pending(db)
     finally:
@@ -193,7 +189,7 @@ def answer_decision(home: Home, decision_id: str, answer: Any) -> Decision:
     """
     if not home.sidecar_db_path.exists():
         raise NotFound(f"no decision {decision_id}: this home has no sidecar store")
-    db = open_sidecar_db(home.sidecar_db_path)
+    db = open_database(home.sidecar_db_path)
     try:
         return decide(db, decision_id, answer)
     finally:
@@ -208,7 +204,7 @@ def withdraw_decision(home: Home, decision_id: str) -> bool:
     """
     if not home.sidecar_db_path.exists():
         return False
-    db = open_sidecar_db(home.sidecar_db_path)
+    db = open_database(home.sidecar_db_path)
     try:
         return cancel(db, decision_id)
     finally:

@@ -54,7 +54,7 @@ class Executor:
     Args:
         home: The chit home: the library (``chit.db``) and ``sidecar.db`` live there.
         owner: Resolves the account; None while the vault is locked.
-        sidecar_path: Override the sidecar store path (tests).
+        sidecar_path: Override the sidecar store: a file, or a ``postgresql://`` URL.
         lease_s: How long a claim is held before another executor may take it over.
         base_backoff_s: First retry delay; doubled per counted attempt.
         max_backoff_s: Ceiling of the retry delay.
@@ -66,7 +66,7 @@ class Executor:
         home: Home,
         owner: OwnerResolver,
         *,
-        sidecar_path: Path | None = None,
+        sidecar_path: Path | str | None = None,
         lease_s: float = 30.0,
         base_backoff_s: float = 0.5,
         max_backoff_s: float = 60.0,

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import sqlite_utils
-
 from chit import clock
-from chit.store import immediate
-from chit.store.db import fetch_one, write
+from chit.sidecar.sql import SidecarDb, fetch_one, immediate, write
 
 UNKNOWN_RECEIPT = "unknown receipt_id"
 
@@ -50,7 +47,7 @@ class ReceiptGateway(Protocol):
         """Request cancellation; returns the cancellation posture."""
 
 
-def link(db: sqlite_utils.Database, receipt_id: str, principal: str, item_id: str | None) -> None:
+def link(db: SidecarDb, receipt_id: str, principal: str, item_id: str | None) -> None:
     """Bind a receipt to the principal that started it."""
     with immediate(db):
         write(
@@ -61,7 +58,7 @@ def link(db: sqlite_utils.Database, receipt_id: str, principal: str, item_id: st
         )
 
 
-def owns(db: sqlite_utils.Database, receipt_id: str, principal: str) -> bool:
+def owns(db: SidecarDb, receipt_id: str, principal: str) -> bool:
     """True when ``principal`` started ``receipt_id`` through this sidecar."""
     row = fetch_one(
         db,

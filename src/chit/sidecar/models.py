@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +50,7 @@ class Anchor:
     dead_reason: str | None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Anchor:
+    def from_row(cls, row: Any) -> Anchor:
         """Build from an ``anchors`` row."""
         return cls(
             item_id=row["item_id"],
@@ -90,7 +89,7 @@ class Intent:
     recovered: bool = False
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row, *, recovered: bool = False) -> Intent:
+    def from_row(cls, row: Any, *, recovered: bool = False) -> Intent:
         """Build from an ``intents`` row."""
         return cls(
             id=row["id"],

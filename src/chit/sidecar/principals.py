@@ -19,14 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import sqlite_utils
 from mcp.server.auth.provider import AccessToken
 
 from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
-from chit.sidecar.db import open_sidecar_db
-from chit.store import immediate
-from chit.store.db import fetch_all, fetch_one, write
+from chit.sidecar.sql import SidecarDb, fetch_all, fetch_one, immediate, open_database, write
 
 LOCAL_PRINCIPAL = "local"
 TOKEN_PREFIX = "chit_sc_"
@@ -52,7 +49,7 @@ class TokenInfo:
     last_used_at: str | None
 
 
-def add_token(db: sqlite_utils.Database, name: str, *, replace: bool = False) -> str:
+def add_token(db: SidecarDb, name: str, *, replace: bool = False) -> str:
     """Create (or with ``replace`` rotate) the token of ``name``; return it (shown once).
 
     Raises:
@@ -76,7 +73,7 @@ def add_token(db: sqlite_utils.Database, name: str, *, replace: bool = False) ->
     return token
 
 
-def remove_token(db: sqlite_utils.Database, name: str) -> None:
+def remove_token(db: SidecarDb, name: str) -> None:
     """Delete a token (its records stay, bound to the name).
 
     Raises:
@@ -87,13 +84,13 @@ def remove_token(db: sqlite_utils.Database, name: str) -> None:
             raise NotFound(f"no token named {name!r}")
 
 
-def list_tokens(db: sqlite_utils.Database) -> list[TokenInfo]:
+def list_tokens(db: SidecarDb) -> list[TokenInfo]:
     """Configured tokens, by name."""
     rows = fetch_all(db, "SELECT name, created_at, last_used_at FROM principals ORDER BY name")
     return [TokenInfo(r["name"], r["created_at"], r["last_used_at"]) for r in rows]
 
 
-def lookup(db: sqlite_utils.Database, token: str) -> str | None:
+def lookup(db: SidecarDb, token: str) -> str | None:
     """Return the name of the token, or None."""
     row = fetch_one(db, "SELECT name FROM principals WHERE token_hash = ?", [token_hash(token)])
     return str(row["name"]) if row is not None else None
@@ -103,17 +100,17 @@ class SidecarTokenVerifier:
     """The MCP SDK ``TokenVerifier`` over the ``principals`` table.
 
     Args:
-        path: The sidecar store file.
+        path: The sidecar store: a file, or a ``postgresql://`` URL.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | str) -> None:
         self._path = path
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """Return an ``AccessToken`` whose ``client_id`` is the token's name, or None."""
 
         def find() -> str | None:
-            db = open_sidecar_db(self._path)
+            db = open_database(self._path)
             try:
                 return lookup(db, token)
             finally:

@@ -14,8 +14,15 @@ from datetime import timedelta
 from chit import clock
 from chit.sidecar.anchors import SidecarStore
 from chit.sidecar.models import Intent
-from chit.store import immediate
-from chit.store.db import fetch_all, fetch_one, write
+from chit.sidecar.sql import (
+    claiming,
+    fetch_all,
+    fetch_one,
+    for_update,
+    immediate,
+    skip_locked,
+    write,
+)
 
 ACCOUNT_WAIT = "account not restored"
 """Prefix of the error of an intent waiting for the owner (never counted, never final)."""
@@ -47,16 +54,20 @@ def _later(seconds: float) -> str:
 
 
 def claim(store: SidecarStore, worker: str, lease_s: float) -> Intent | None:
-    """Lease the next due intent that heads its item, or return None."""
+    """Lease the next due intent that heads its item, or return None.
+
+    On PostgreSQL the row is locked ``SKIP LOCKED``: executors on other replicas claim
+    other intents meanwhile instead of waiting (and one of a lease can win only once).
+    """
     now = clock.iso()
-    with immediate(store.db):
+    with claiming(store.db):
         row = fetch_one(
             store.db,
             "SELECT i.* FROM intents i WHERE i.state IN ('pending', 'retrying')"
             " AND i.next_attempt_at <= ? AND (i.lease_until IS NULL OR i.lease_until < ?)"
             " AND NOT EXISTS (SELECT 1 FROM intents j WHERE j.item_id = i.item_id"
             "   AND j.seq < i.seq AND j.state IN ('pending', 'retrying', 'blocked'))"
-            " ORDER BY i.next_attempt_at, i.created_at LIMIT 1",
+            " ORDER BY i.next_attempt_at, i.created_at LIMIT 1" + skip_locked(store.db, "i"),
             [now, now],
         )
         if row is None:
@@ -79,8 +90,12 @@ def settle(store: SidecarStore, intent: Intent, worker: str, result: Settle) -> 
         False when the lease was lost meanwhile (another executor owns the intent).
     """
     now = clock.iso()
-    with immediate(store.db):
-        row = fetch_one(store.db, "SELECT * FROM intents WHERE id = ?", [intent.id])
+    with claiming(store.db):
+        # Locked (PostgreSQL): a concurrent claim of this expired lease either committed
+        # first (then the lease is not ours) or waits for this settle.
+        row = fetch_one(
+            store.db, "SELECT * FROM intents WHERE id = ?" + for_update(store.db), [intent.id]
+        )
         if row is None or row["lease_owner"] != worker:
             return False
         attempts = int(row["attempts"]) + (1 if result.count_attempt else 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from chit.errors import UsageError
@@ -12,12 +13,12 @@ from chit.sidecar.principals import SidecarTokenVerifier, list_tokens
 from chit.sidecar.server import build_sidecar_server
 
 
-def _auth_options(home: Home, host: str, port: int) -> dict[str, Any]:
+def _auth_options(target: Path | str, host: str, port: int) -> dict[str, Any]:
     from mcp.server.auth.settings import AuthSettings
 
-    from chit.sidecar.db import open_sidecar_db
+    from chit.sidecar.sql import open_database
 
-    db = open_sidecar_db(home.sidecar_db_path)
+    db = open_database(target)
     try:
         if not list_tokens(db):
             raise UsageError(
@@ -33,7 +34,7 @@ def _auth_options(home: Home, host: str, port: int) -> dict[str, Any]:
             resource_server_url=None,
             validate_token_resource=False,
         ),
-        "token_verifier": SidecarTokenVerifier(home.sidecar_db_path),
+        "token_verifier": SidecarTokenVerifier(target),
     }
 
 
@@ -45,6 +46,7 @@ def serve(
     auth: bool = True,
     executor: bool = True,
     gateway: Any = None,
+    store: Path | str | None = None,
 ) -> None:
     """Serve stdio (``host`` None) or streamable HTTP on ``host:port`` until stopped.
 
@@ -56,14 +58,23 @@ def serve(
         executor: Apply intents in this process too (the Supervisor may run another;
             leases keep them from applying an intent twice).
         gateway: The Supervisor's receipt gateway (``task_call`` and ``receipt_*``).
+        store: The sidecar store: a file or a ``postgresql://`` URL shared by replicas
+            (default: the home's ``sidecar.db``).
     """
-    thread = ExecutorThread(Executor(home, VaultOwnerResolver(home))) if executor else None
+    target = store or home.sidecar_db_path
+    thread = None
+    if executor:
+        thread = ExecutorThread(Executor(home, VaultOwnerResolver(home), sidecar_path=target))
     options: dict[str, Any] = {}
     if host is not None and auth:
         assert port is not None
-        options = _auth_options(home, host, port)
+        options = _auth_options(target, host, port)
     server, _service = build_sidecar_server(
-        home, on_queued=thread.wake if thread else None, gateway=gateway, **options
+        home,
+        sidecar_path=target,
+        on_queued=thread.wake if thread else None,
+        gateway=gateway,
+        **options,
     )
     if thread is not None:
         thread.start()

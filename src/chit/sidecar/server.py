@@ -28,6 +28,7 @@ from chit.sidecar.gateway import ReceiptGateway
 from chit.sidecar.principals import current_principal
 from chit.sidecar.service import UNKNOWN_ANSWER, Answer, SidecarService, failure
 from chit.tasks.server import TaskContext, TaskRuntime, build_server
+from chit.tasks.server.backend import is_postgres_url
 
 Status = Literal["planned", "in_progress", "blocked", "review", "done"]
 STATS_URI = "chit://sidecar/stats"
@@ -139,7 +140,7 @@ def register_ask(runtime: TaskRuntime, service: SidecarService) -> None:
 def build_sidecar_server(
     home: Home,
     *,
-    sidecar_path: Path | None = None,
+    sidecar_path: Path | str | None = None,
     on_queued: Callable[[], None] | None = None,
     gateway: ReceiptGateway | None = None,
     **server_options: Any,
@@ -148,14 +149,20 @@ def build_sidecar_server(
 
     Args:
         home: The chit home.
-        sidecar_path: Override the sidecar store path.
+        sidecar_path: Override the sidecar store: a file, or a ``postgresql://`` URL
+            (then ``work_ask`` tasks live in that database too, so every replica answers
+            for them).
         on_queued: Called whenever an intent was queued (wakes an in-process executor).
         gateway: The Supervisor's receipt gateway; without it the receipt tools are absent.
         server_options: Passed to ``MCPServer`` (e.g. ``auth``, ``token_verifier``).
     """
     service = SidecarService(home, sidecar_path=sidecar_path, on_queued=on_queued)
-    tasks_db = home.root / "sidecar-tasks.db"
-    ensure_private_file(tasks_db)  # SQLite's side files inherit the mode: 0600 throughout
+    tasks_db: Path | str
+    if is_postgres_url(str(sidecar_path or "")):
+        tasks_db = str(sidecar_path)
+    else:
+        tasks_db = home.root / "sidecar-tasks.db"
+        ensure_private_file(tasks_db)  # SQLite's side files inherit the mode: 0600 throughout
     runtime = TaskRuntime(tasks_db, max_argument_bytes=1 << 20)
     register_ask(runtime, service)
     server = build_server(

@@ -42,7 +42,7 @@ class SidecarService:
 
     Args:
         home: The chit home.
-        sidecar_path: Override the sidecar store path.
+        sidecar_path: Override the sidecar store: a file, or a ``postgresql://`` URL.
         check_library: Ask the library whether a live anchor's item still exists, so a
             deleted item is reported dead at once (otherwise the executor finds out).
         on_queued: Called after an intent was stored (wakes an in-process executor).
@@ -52,12 +52,12 @@ class SidecarService:
         self,
         home: Home,
         *,
-        sidecar_path: Path | None = None,
+        sidecar_path: Path | str | None = None,
         check_library: bool = True,
         on_queued: Callable[[], None] | None = None,
     ) -> None:
         self.home = home
-        self.path = sidecar_path or home.sidecar_db_path
+        self.path: Path | str = sidecar_path or home.sidecar_db_path
         self.check_library = check_library
         self.on_queued = on_queued
         self._local = threading.local()

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlite_utils
-
 from chit.sidecar.contract import ANCHOR_STATES, CONTRACT, FAILURE_CLASSES, INTENT_STATES
 from chit.sidecar.queue import ACCOUNT_WAIT
-from chit.store.db import fetch_all, fetch_one, snapshot
+from chit.sidecar.sql import SidecarDb, fetch_all, fetch_one, snapshot
 
 
-def _counts(db: sqlite_utils.Database, sql: str, keys: tuple[str, ...]) -> dict[str, int]:
+def _counts(db: SidecarDb, sql: str, keys: tuple[str, ...]) -> dict[str, int]:
     counts = dict.fromkeys(keys, 0)
     for row in fetch_all(db, sql):
         counts[str(row[0])] = int(row[1])
     return counts
 
 
-def collect(db: sqlite_utils.Database) -> dict[str, Any]:
+def collect(db: SidecarDb) -> dict[str, Any]:
     """Return every counter from one consistent snapshot."""
     with snapshot(db):
         anchors = _counts(db, "SELECT state, count(*) FROM anchors GROUP BY state", ANCHOR_STATES)
