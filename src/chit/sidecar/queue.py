@@ -142,7 +142,10 @@ def wake_account_waits(store: SidecarStore) -> int:
     with immediate(store.db):
         cursor = write(
             store.db,
-            "UPDATE intents SET next_attempt_at = ? WHERE state = 'retrying' AND error LIKE ?",
+            # The IN term names the due-queue's partial index (SQLite uses a partial
+            # index only when the query repeats its WHERE term).
+            "UPDATE intents SET next_attempt_at = ? WHERE state IN ('pending', 'retrying')"
+            " AND state = 'retrying' AND error LIKE ?",
             [now, ACCOUNT_WAIT + "%"],
         )
     return cursor.rowcount

@@ -35,7 +35,8 @@ def collect(db: SidecarDb) -> dict[str, Any]:
         waiting = int(
             fetch_one(
                 db,
-                "SELECT count(*) FROM intents WHERE state = 'retrying' AND error LIKE ?",
+                "SELECT count(*) FROM intents WHERE state IN ('pending', 'retrying')"
+                " AND state = 'retrying' AND error LIKE ?",  # IN: the due queue's index
                 [ACCOUNT_WAIT + "%"],
             )[0]
         )
