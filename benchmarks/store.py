@@ -1,6 +1,6 @@
 """Store benchmark: receipt-write throughput against raw sqlite3, and page-listing latency.
 
-Run: ``.venv/bin/python benchmarks/store.py [--writes N] [--rows N]``
+Run: ``.venv/bin/python benchmarks/store.py [--slices N] [--per-slice N] [--rows N]``
 
 1. Raw sqlite3 baseline: BEGIN IMMEDIATE; two INSERTs; COMMIT — same pragmas as the store
    (WAL, synchronous=FULL, foreign_keys=ON, busy timeout).
@@ -8,6 +8,10 @@ Run: ``.venv/bin/python benchmarks/store.py [--writes N] [--rows N]``
    (pydantic ``doc`` JSON + projections) and its first observation, one transaction.
    Models are built before the clock starts: this measures the store, not pydantic.
 3. ``record_acceptance`` (receipt + accepted intent + first observation) for reference.
+   All three in interleaved slices (the ratio is the median of per-slice ratios), with
+   what explains the ratio whatever the shared disk does beside them: CPU per commit
+   (the same workloads with ``synchronous=OFF``, process time) and WAL frames per commit
+   by b-tree (``walstat``). The load average is printed before and after.
 4. Listing one page (50) out of N receipts: first page, a deep page (keyset cursor in the
    middle), filtered by state, and a text search (which scans).
 """
@@ -22,6 +26,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import walstat
 
 from chit.home import Home
 from chit.receipts import (
@@ -87,10 +93,11 @@ BLOB = b"\x01" + bytes(8) + bytes(12) + b"x" * 48
 class RawWriter:
     """The physical limit: BEGIN IMMEDIATE; two INSERTs; COMMIT on a bare connection."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, synchronous: str = "FULL") -> None:
+        self.path = path
         self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=FULL")
+        self.conn.execute(f"PRAGMA synchronous={synchronous}")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
         self.conn.execute("CREATE TABLE a (id TEXT PRIMARY KEY, doc TEXT NOT NULL)")
@@ -99,64 +106,70 @@ class RawWriter:
         )
         self.next = 0
 
-    def write(self, n: int) -> float:
-        """Write ``n`` transactions; return tx/s."""
-        start = time.perf_counter()
-        for i in range(self.next, self.next + n):
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute("INSERT INTO a VALUES (?, ?)", [f"id{i}", "x" * 900])
-            self.conn.execute("INSERT INTO b (a_id, v) VALUES (?, ?)", [f"id{i}", "status"])
-            self.conn.execute("COMMIT")
-        self.next += n
-        return n / (time.perf_counter() - start)
+    def prepare(self, n: int) -> None:
+        """Nothing to build: the rows are two strings."""
+
+    def commit(self, _: int = 0) -> None:
+        """One two-row transaction."""
+        i = self.next
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute("INSERT INTO a VALUES (?, ?)", [f"id{i}", "x" * 900])
+        self.conn.execute("INSERT INTO b (a_id, v) VALUES (?, ?)", [f"id{i}", "status"])
+        self.conn.execute("COMMIT")
+        self.next += 1
 
 
 class StoreWriter:
     """The repository path: a full receipt and its first observation (and intent)."""
 
-    def __init__(self, home: Path, accept: bool) -> None:
+    def __init__(self, home: Path, accept: bool, synchronous: str = "FULL") -> None:
         self.store = Store.open(Home(home))
+        self.path = self.store.path
+        self.conn = self.store.db.conn
+        self.conn.execute(f"PRAGMA synchronous={synchronous}")
         self.accept = accept
         self.next = 0
+        self._rows: list[tuple[Receipt, Observation, Intent]] = []
 
-    def write(self, n: int) -> float:
-        """Write ``n`` receipts (models built before the clock starts); return tx/s."""
-        receipts = [receipt(i) for i in range(self.next, self.next + n)]
-        rows = [(r, observation(r), intent(r)) for r in receipts]
-        start = time.perf_counter()
-        for r, o, it in rows:
-            if self.accept:
-                self.store.receipts.record_acceptance(it, r, o, BLOB, "0123456789ab")
-            else:
-                self.store.receipts.insert(r, BLOB, "0123456789ab", [o])
-        self.next += n
-        return n / (time.perf_counter() - start)
+    def prepare(self, n: int) -> None:
+        """Build the next ``n`` models before the clock starts (pydantic is not measured)."""
+        first = self.next + len(self._rows)
+        receipts = [receipt(i) for i in range(first, first + n)]
+        self._rows.extend((r, observation(r), intent(r)) for r in receipts)
+
+    def commit(self, _: int = 0) -> None:
+        """Write one prepared receipt."""
+        if not self._rows:
+            self.prepare(1)
+        r, o, it = self._rows.pop(0)
+        if self.accept:
+            self.store.receipts.record_acceptance(it, r, o, BLOB, "0123456789ab")
+        else:
+            self.store.receipts.insert(r, BLOB, "0123456789ab", [o])
+        self.next += 1
 
 
-def interleaved(base: Path, writes: int, slices: int = 10) -> dict[str, float]:
-    """Alternate short slices of the three workloads and return median tx/s of each.
+Writer = RawWriter | StoreWriter
+
+
+def slices(
+    writers: dict[str, Writer], count: int, per_slice: int, clock: Callable[[], float]
+) -> dict[str, list[float]]:
+    """Alternate ``count`` slices of every workload; return µs per commit, per slice.
 
     fsync latency on a shared virtual disk drifts by an order of magnitude within minutes;
-    measuring the workloads one after another would compare different disks. Slices of
-    ``writes // slices`` transactions, alternated, see the same drift.
+    measuring the workloads one after another would compare different disks. Short
+    slices, alternated, see the same drift.
     """
-    n = max(writes // slices, 1)
-    writers = {
-        "raw": RawWriter(base / "raw.db"),
-        "insert": StoreWriter(base / "ins", accept=False),
-        "accept": StoreWriter(base / "acc", accept=True),
-    }
     samples: dict[str, list[float]] = {k: [] for k in writers}
-    ratios: dict[str, list[float]] = {"insert": [], "accept": []}
-    for _ in range(slices):
-        round_tps = {k: w.write(n) for k, w in writers.items()}
-        for k, v in round_tps.items():
-            samples[k].append(v)
-        for k in ratios:
-            ratios[k].append(round_tps[k] / round_tps["raw"])
-    result = {k: statistics.median(v) for k, v in samples.items()}
-    result.update({f"{k} ratio": statistics.median(v) for k, v in ratios.items()})
-    return result
+    for _ in range(count):
+        for name, writer in writers.items():
+            writer.prepare(per_slice)
+            start = clock()
+            for _ in range(per_slice):
+                writer.commit()
+            samples[name].append((clock() - start) / per_slice * 1e6)
+    return samples
 
 
 def timed_ms(fn: Callable[[], object], repeat: int = 30) -> float:
@@ -200,7 +213,16 @@ def listing(home: Path, rows: int) -> dict[str, float]:
             "state=working, deep page": timed_ms(
                 lambda: store.receipts.list(state=working, after=deep_w)
             ),
+            "state=working|failed, first page": timed_ms(
+                lambda: store.receipts.list(state=[working, LifecycleState.FAILED])
+            ),
+            "state=working|failed, deep page": timed_ms(
+                lambda: store.receipts.list(state=[working, LifecycleState.FAILED], after=deep_w)
+            ),
             "server filter, first page": timed_ms(lambda: store.receipts.list(server="server-2")),
+            "server + state=working, first page": timed_ms(
+                lambda: store.receipts.list(server="server-2", state=working)
+            ),
             "text search (scan), first page": timed_ms(
                 lambda: store.receipts.list(text="number 99999"), repeat=5
             ),
@@ -213,27 +235,62 @@ def listing(home: Path, rows: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--writes", type=int, default=3000)
+    parser.add_argument("--slices", type=int, default=15)
+    parser.add_argument("--per-slice", type=int, default=200)
     parser.add_argument("--rows", type=int, default=100_000)
     args = parser.parse_args()
-    print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL; {args.writes} writes each")
+    print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL")
+    print(f"before: {walstat.load()}")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        fig = interleaved(base, args.writes)
-        raw, ins, acc = fig["raw"], fig["insert"], fig["accept"]
-        print("(10 interleaved slices; medians of tx/s and of the per-slice ratio)")
-        print(f"raw sqlite3 two-row commit:                {raw:8.0f} tx/s")
+        full: dict[str, Writer] = {
+            "raw": RawWriter(base / "raw.db"),
+            "insert": StoreWriter(base / "ins", accept=False),
+            "accept": StoreWriter(base / "acc", accept=True),
+        }
+        off: dict[str, Writer] = {
+            "raw": RawWriter(base / "raw-off.db", "OFF"),
+            "insert": StoreWriter(base / "ins-off", accept=False, synchronous="OFF"),
+            "accept": StoreWriter(base / "acc-off", accept=True, synchronous="OFF"),
+        }
+        for writer in (*full.values(), *off.values()):
+            writer.prepare(500)
+            for _ in range(500):  # past the first pages, as a used file is
+                writer.commit()
+        wall = slices(full, args.slices, args.per_slice, time.perf_counter)
+        cpu = slices(off, args.slices, args.per_slice, time.process_time)
+        frames = {}
+        for name, w in full.items():
+            w.prepare(200)
+            frames[name] = walstat.measure_frames(w.path, w.conn, w.commit)
+        print(f"after:  {walstat.load()}")
         print(
-            f"receipts.insert (receipt + 1st observation): {ins:6.0f} tx/s"
-            f"  ratio {fig['insert ratio']:.2f}"
+            f"({args.slices} interleaved slices of {args.per_slice} commits; medians, ratios"
+            " per slice [quartiles])"
         )
-        print(
-            f"record_acceptance (+ intent):              {acc:8.0f} tx/s"
-            f"  ratio {fig['accept ratio']:.2f}"
-        )
+        raw = wall["raw"]
+        print(f"{'':<46}{'tx/s':>8}{'ratio':>8}{'quartiles':>13}{'CPU µs':>8}{'frames':>8}")
+        labels = {
+            "raw": "raw sqlite3 two-row commit",
+            "insert": "receipts.insert (receipt + 1st observation)",
+            "accept": "record_acceptance (+ intent)",
+        }
+        for name, label in labels.items():
+            ratios = [r / o for r, o in zip(raw, wall[name], strict=True)]
+            lo, hi = walstat.quartiles(ratios)
+            print(
+                f"{label:<46}{1e6 / statistics.median(wall[name]):8.0f}"
+                f"{statistics.median(ratios):8.2f}{f'{lo:.2f}–{hi:.2f}':>13}"
+                f"{statistics.median(cpu[name]):8.0f}{frames[name][0]:8.2f}"
+            )
+        print("goal: receipts.insert ratio >= 0.6 (CPU: synchronous=OFF, process time)")
+        print("\nWAL frames per commit, by b-tree:")
+        for name, figures in frames.items():
+            walstat.print_frames(name, figures)
         print(f"\nlisting one page of 50 out of {args.rows:,} receipts (median ms):")
         for name, ms in listing(base / "list", args.rows).items():
             print(f"  {name:<34} {ms:8.2f} ms")
+        print(f"after listing: {walstat.load()}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,10 @@ def wall() -> float:
 def iso(dt: datetime | None = None) -> str:
     """Format ``dt`` (default: now) as ISO 8601 UTC with milliseconds and a ``Z`` suffix."""
     value = (dt or now()).astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # isoformat() is C and ~4x faster than strftime (and zero-pads the year, which
+    # strftime does not on glibc); for UTC it ends in "+00:00". This runs several
+    # times per receipt write.
+    return value.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_iso(text: str) -> datetime:

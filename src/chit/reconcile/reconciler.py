@@ -44,7 +44,7 @@ from chit.reconcile.outcomes import (
 )
 from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.writer import ReceiptWriter
-from chit.store.db import fetch_all, fetch_one
+from chit.store.db import fetch_one
 from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
 from chit.tasks.client.inputs import Hint
 from chit.tasks.client.models import TaskOutcome
@@ -162,17 +162,7 @@ class Reconciler:
 
     def due_ids(self, limit: int = 1000) -> list[str]:
         """Receipts to check now: live ones past ``next_check_at`` and unretrieved results."""
-        now = clock.iso(clock.now())
-        rows = fetch_all(
-            self.store.db,
-            "SELECT receipt_id FROM receipts WHERE (active = 1 AND (next_check_at IS NULL"
-            " OR next_check_at <= ?) AND retrieval NOT IN ('vanished', 'expired',"
-            " 'incompatible')) OR (active = 0 AND state IN ('completed', 'failed')"
-            " AND next_check_at IS NOT NULL AND next_check_at <= ?)"
-            " ORDER BY next_check_at LIMIT ?",
-            [now, now, limit],
-        )
-        return [str(r["receipt_id"]) for r in rows]
+        return self.store.receipts.due_ids(clock.now(), limit)
 
     def live_ids(self) -> list[str]:
         """Every receipt that still needs the server: live, or terminal without its result.
@@ -180,13 +170,7 @@ class Reconciler:
         Lost (vanished, expired) and incompatible receipts are left alone: asking again
         the same way cannot help, and a person decides what to do with them.
         """
-        rows = fetch_all(
-            self.store.db,
-            "SELECT receipt_id FROM receipts WHERE (active = 1 AND retrieval NOT IN"
-            " ('vanished', 'expired', 'incompatible')) OR (state IN ('completed', 'failed')"
-            " AND next_check_at IS NOT NULL) ORDER BY next_check_at",
-        )
-        return [str(r["receipt_id"]) for r in rows]
+        return self.store.receipts.live_ids()
 
     def kick(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Start checks for ``receipt_ids`` in the background (coalescing repeats)."""

@@ -124,12 +124,21 @@ def immediate(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         StoreBusy: the write lock was not obtained within the busy timeout.
         StoreIOError: the disk failed; at COMMIT the outcome is unknown.
     """
-    if db.conn.in_transaction:
+    conn = db.conn
+    if conn.in_transaction:
         with translated(), db.atomic():
             yield db
         return
-    with translated():
-        db.execute("BEGIN IMMEDIATE")
+    # BEGIN goes to the connection directly: sqlite-utils' ``execute`` wrapper (keyword
+    # parsing, implicit-commit bookkeeping) cost more CPU than the statements on the
+    # receipt write path, and transaction control needs none of it.
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        typed = classify(exc)
+        if typed is None:
+            raise
+        raise typed from exc
     try:
         yield db
     except BaseException as exc:

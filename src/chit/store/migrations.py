@@ -152,6 +152,58 @@ def m0003_intent_owner(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=3")
 
 
+# Fewer and narrower b-trees per receipt commit, measured page by page (WAL frames per
+# commit) in docs/performance.md, "Store". With synchronous=FULL every page a commit
+# dirties is written and synced before it returns, so each b-tree a receipt insert
+# touches costs about one 4 KiB page.
+_WRITE_PATH = [
+    # The timeline clustered on (receipt_id, seq): one b-tree where a rowid table plus
+    # its UNIQUE (receipt_id, seq) index made two. Rows are small and a receipt's rows
+    # are read together, in seq order, which is the clustering order.
+    """CREATE TABLE observations_v4 (
+        receipt_id TEXT NOT NULL REFERENCES receipts(receipt_id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        source TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT,
+        message TEXT,
+        applied INTEGER NOT NULL,
+        changes TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (receipt_id, seq)
+    ) WITHOUT ROWID""",
+    "INSERT INTO observations_v4 (receipt_id, seq, at, source, kind, status, message,"
+    " applied, changes) SELECT receipt_id, seq, at, source, kind, status, message, applied,"
+    " changes FROM observations",
+    "DROP TABLE observations",  # and its trigger, recreated below
+    "ALTER TABLE observations_v4 RENAME TO observations",
+    """CREATE TRIGGER observations_append_only BEFORE UPDATE ON observations
+       BEGIN SELECT RAISE(ABORT, 'observations are append-only'); END""",
+    # The unfiltered listing walks receipts_by_state once per state and merges the
+    # pages (ReceiptRepository.list): the composite serves both, one b-tree fewer.
+    "DROP INDEX receipts_by_status",
+    # Most receipts have no work reference: index only those that do.
+    "DROP INDEX receipts_by_work",
+    "CREATE INDEX receipts_by_work ON receipts(work_ref, status_at, receipt_id)"
+    " WHERE work_ref IS NOT NULL",
+    # The reconciler asks only about live receipts, and about ended ones whose result is
+    # still to be fetched: two partial indexes, so the ~all terminal receipts of a long
+    # history sit in neither, and a receipt that ends leaves the live one.
+    "DROP INDEX receipts_due",
+    "CREATE INDEX receipts_live ON receipts(next_check_at) WHERE active = 1",
+    "CREATE INDEX receipts_unretrieved ON receipts(next_check_at)"
+    " WHERE active = 0 AND next_check_at IS NOT NULL",
+]
+
+
+@migrations(name="0004_write_path")
+def m0004_write_path(db: sqlite_utils.Database) -> None:
+    """Cluster the timeline and narrow the receipt indexes (fewer pages per commit)."""
+    for statement in _WRITE_PATH:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=4")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""

@@ -23,28 +23,46 @@ _INSERT = (
 )
 
 
-def append_rows(db: sqlite_utils.Database, observations: Iterable[Observation]) -> list[int]:
+_INSERT_NEW = (
+    "INSERT INTO observations (receipt_id, seq, at, source, kind, status, message, applied,"
+    " changes) VALUES (:rid, :seq, :at, :source, :kind, :status, :message, :applied, :changes)"
+)
+
+
+def _row(obs: Observation) -> dict[str, object]:
+    return {
+        "rid": obs.receipt_id,
+        "at": clock.iso(obs.at),
+        # StrEnum members bind as their text: no ``.value`` lookups on the hot path.
+        "source": obs.source,
+        "kind": obs.kind,
+        "status": obs.status,
+        "message": obs.message,
+        "applied": int(obs.applied),
+        "changes": json.dumps(list(obs.changes)) if obs.changes else "[]",
+    }
+
+
+def append_rows(
+    db: sqlite_utils.Database, observations: Iterable[Observation], *, new_receipt: bool = False
+) -> list[int]:
     """Append observations inside the caller's transaction; return their sequence numbers.
 
     Sequence numbers are per receipt, gap-free and assigned under the write lock, so the
-    timeline order is the commit order even across processes.
+    timeline order is the commit order even across processes. ``new_receipt``: the
+    receipt is being inserted in this transaction, so its timeline starts at 1 and
+    needs no look-up (the receipt insert's unique keys have already proven it new).
     """
     seqs: list[int] = []
+    if new_receipt:
+        for seq, obs in enumerate(observations, start=1):
+            row = _row(obs)
+            row["seq"] = seq
+            write(db, _INSERT_NEW, row)
+            seqs.append(seq)
+        return seqs
     for obs in observations:
-        cursor = write(
-            db,
-            _INSERT,
-            {
-                "rid": obs.receipt_id,
-                "at": clock.iso(obs.at),
-                "source": obs.source.value,
-                "kind": obs.kind.value,
-                "status": obs.status.value if obs.status is not None else None,
-                "message": obs.message,
-                "applied": int(obs.applied),
-                "changes": json.dumps(list(obs.changes)),
-            },
-        )
+        cursor = write(db, _INSERT, _row(obs))
         seqs.append(int(cursor.fetchone()[0]))
         cursor.close()  # a RETURNING statement stays open until its rows are read
     return seqs

@@ -49,6 +49,17 @@ _UPDATE = (
 )
 # Everything but the sealed blob: list/get never load ciphertext they do not need.
 _READ = "SELECT doc FROM receipts"
+# Retrieval conditions asking again the same way cannot help: a person decides.
+_LOST = "'vanished', 'expired', 'incompatible'"
+# The reconciler's ranges. Each repeats its partial index's WHERE terms (SQLite uses a
+# partial index only then); the ended-but-unretrieved arm names its index, because the
+# planner would otherwise walk every completed or failed receipt in receipts_by_state.
+_LIVE_NEVER = "active = 1 AND next_check_at IS NULL"
+_LIVE_DUE = "active = 1 AND next_check_at <= ?1"
+_UNRETRIEVED = (
+    "receipts INDEXED BY receipts_unretrieved WHERE active = 0 AND next_check_at IS NOT NULL"
+    " AND state IN ('completed', 'failed')"
+)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -56,17 +67,18 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _params(receipt: Receipt) -> dict[str, Any]:
+    # StrEnum members bind as their text; skipping ``.value`` is measurable per write.
     return {
         "receipt_id": receipt.receipt_id,
         "server": receipt.server,
         "tool": receipt.tool,
         "purpose": receipt.purpose,
         "work_ref": receipt.work_ref,
-        "state": receipt.state.value,
+        "state": receipt.state,
         "active": 0 if receipt.is_terminal else 1,
-        "retrieval": receipt.retrieval.value,
-        "acceptance": receipt.acceptance.state.value,
-        "cancel_posture": receipt.cancel.posture.value,
+        "retrieval": receipt.retrieval,
+        "acceptance": receipt.acceptance.state,
+        "cancel_posture": receipt.cancel.posture,
         "accepted_at": clock.iso(receipt.accepted_at),
         "status_at": clock.iso(receipt.status_at),
         "next_check_at": _iso(receipt.next_check_at),
@@ -106,6 +118,68 @@ def _raise_duplicate(exc: sqlite3.IntegrityError, receipt: Receipt) -> None:
         raise AlreadyExists(f"receipt {receipt.receipt_id} already exists") from exc
 
 
+_ORDER = " ORDER BY status_at DESC, receipt_id DESC"
+_ALL_STATES = [s.value for s in LifecycleState]
+
+
+def _filtered(
+    states: Sequence[str],
+    server: str | None,
+    work_ref: str | None,
+    terms: Sequence[str],
+    params: Sequence[Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """One page filtered by server or work ref: walk that filter's index in order.
+
+    ``INDEXED BY`` keeps the planner from taking ``receipts_by_state`` for a state
+    filter given beside it, which would sort every receipt in those states.
+    """
+    index = "receipts_by_server" if server is not None else "receipts_by_work"
+    where = list(terms)
+    args: list[Any] = list(params)
+    if server is not None:
+        where.insert(0, "server = ?")
+        args.insert(0, server)
+    if work_ref is not None:
+        where.insert(0, "work_ref = ?")
+        args.insert(0, work_ref)
+    if states:
+        where.append(f"state IN ({', '.join('?' * len(states))})")
+        args.extend(states)
+    sql = (
+        f"SELECT doc, status_at, receipt_id FROM receipts INDEXED BY {index}"
+        f" WHERE {' AND '.join(where)}{_ORDER} LIMIT ?"
+    )
+    return sql, [*args, limit]
+
+
+def _by_states(
+    states: Sequence[str], terms: Sequence[str], params: Sequence[Any], limit: int
+) -> tuple[str, list[Any]]:
+    """One page over one or several states, newest status first.
+
+    Each state is a range of ``receipts_by_state`` already in page order, so a page is
+    the merge of at most ``limit`` index entries per state — no index ordered by status
+    alone is needed (one b-tree fewer on every receipt write), and a page stays a few
+    short index reads however many receipts there are.
+    """
+    where = " AND ".join(["state = ?", *terms])
+    arm = f"SELECT status_at, receipt_id FROM receipts WHERE {where}{_ORDER} LIMIT ?"
+    if len(states) == 1:
+        sql = f"SELECT doc, status_at, receipt_id FROM receipts WHERE {where}{_ORDER} LIMIT ?"
+        return sql, [states[0], *params, limit]
+    arms = " UNION ALL ".join(f"SELECT * FROM ({arm})" for _ in states)
+    sql = (
+        "SELECT doc, status_at, receipt_id FROM receipts WHERE receipt_id IN"
+        f" (SELECT receipt_id FROM ({arms}){_ORDER} LIMIT ?){_ORDER}"
+    )
+    args: list[Any] = []
+    for value in states:
+        args.extend([value, *params, limit])
+    return sql, [*args, limit]
+
+
 class ReceiptRepository:
     """Typed access to receipts; every write is one ``BEGIN IMMEDIATE`` transaction."""
 
@@ -127,9 +201,10 @@ class ReceiptRepository:
         """
         _check_handle(receipt, handle_blob, handle_fp)
         try:
+            own = all(o.receipt_id == receipt.receipt_id for o in observations)
             with immediate(self._db):
                 self._insert_row(receipt, handle_blob, handle_fp)
-                append_rows(self._db, observations)
+                append_rows(self._db, observations, new_receipt=own)
         except sqlite3.IntegrityError as exc:
             _raise_duplicate(exc, receipt)
             raise
@@ -169,7 +244,7 @@ class ReceiptRepository:
             with immediate(self._db):
                 self._insert_row(receipt, handle_blob, handle_fp)
                 upsert_intent(self._db, accepted)
-                append_rows(self._db, [observation])
+                append_rows(self._db, [observation], new_receipt=True)
         except sqlite3.IntegrityError as exc:
             _raise_duplicate(exc, receipt)
             raise
@@ -332,36 +407,28 @@ class ReceiptRepository:
             UsageError: the cursor is not one this method produced.
         """
         limit = max(1, min(limit, 1000))
-        where: builtins.list[str] = []
-        params: builtins.list[Any] = []
         if isinstance(state, LifecycleState):
-            where.append("state = ?")
-            params.append(state.value)
+            states = [state.value]
         elif state is not None:
-            states = [LifecycleState(s).value for s in state]
-            where.append(f"state IN ({', '.join('?' * len(states))})")
-            params.extend(states)
-        if server is not None:
-            where.append("server = ?")
-            params.append(server)
-        if work_ref is not None:
-            where.append("work_ref = ?")
-            params.append(work_ref)
+            states = sorted({LifecycleState(s).value for s in state})
+        else:
+            states = []
+        terms: builtins.list[str] = []
+        params: builtins.list[Any] = []
         if text:
             pattern = like_pattern(text)
             cols = ("receipt_id", "server", "tool", "purpose", "work_ref")
-            where.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) + ")")
+            terms.append("(" + " OR ".join(f"{c} LIKE ? ESCAPE '\\'" for c in cols) + ")")
             params.extend([pattern] * len(cols))
         if after is not None:
             status_at, receipt_id = decode_cursor(after)
-            where.append("(status_at, receipt_id) < (?, ?)")
+            terms.append("(status_at, receipt_id) < (?, ?)")
             params.extend([status_at, receipt_id])
-        sql = "SELECT doc, status_at, receipt_id FROM receipts"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY status_at DESC, receipt_id DESC LIMIT ?"
-        params.append(limit + 1)
-        rows = fetch_all(self._db, sql, params)
+        if server is not None or work_ref is not None:
+            sql, args = _filtered(states, server, work_ref, terms, params, limit + 1)
+        else:
+            sql, args = _by_states(states or _ALL_STATES, terms, params, limit + 1)
+        rows = fetch_all(self._db, sql, args)
         more = len(rows) > limit
         rows = rows[:limit]
         cursor = encode_cursor(rows[-1]["status_at"], rows[-1]["receipt_id"]) if more else None
@@ -378,11 +445,44 @@ class ReceiptRepository:
         """Non-terminal receipts whose next check is due (or was never scheduled), soonest first."""
         rows = fetch_all(
             self._db,
-            f"{_READ} WHERE active = 1 AND (next_check_at IS NULL OR next_check_at <= ?)"
+            f"SELECT doc, next_check_at FROM receipts WHERE {_LIVE_NEVER}"
+            f" UNION ALL SELECT doc, next_check_at FROM receipts WHERE {_LIVE_DUE}"
             " ORDER BY next_check_at LIMIT ?",
             [clock.iso(now), limit],
         )
         return _parse(rows)
+
+    def due_ids(self, now: datetime, limit: int = 1000) -> builtins.list[str]:
+        """Ids to check now, soonest first: live receipts past their next check (lost and
+        incompatible ones excepted) and ended ones whose result is due to be fetched.
+
+        One range per arm — never scheduled, due, unretrieved — on the two partial
+        indexes (``receipts_live``, ``receipts_unretrieved``), so a tick reads what is
+        due, not every live receipt.
+        """
+        at = clock.iso(now)
+        keep = f" AND retrieval NOT IN ({_LOST})"
+        rows = fetch_all(
+            self._db,
+            f"SELECT receipt_id, next_check_at FROM receipts WHERE {_LIVE_NEVER}{keep}"
+            f" UNION ALL SELECT receipt_id, next_check_at FROM receipts WHERE {_LIVE_DUE}{keep}"
+            f" UNION ALL SELECT receipt_id, next_check_at FROM {_UNRETRIEVED}"
+            " AND next_check_at <= ? ORDER BY next_check_at LIMIT ?",
+            [at, at, limit],
+        )
+        return [str(r["receipt_id"]) for r in rows]
+
+    def live_ids(self) -> builtins.list[str]:
+        """Every receipt that still needs the server: live (lost and incompatible ones
+        excepted), or ended with its result still to fetch; soonest check first."""
+        rows = fetch_all(
+            self._db,
+            "SELECT receipt_id, next_check_at FROM receipts WHERE active = 1"
+            f" AND retrieval NOT IN ({_LOST})"
+            f" UNION ALL SELECT receipt_id, next_check_at FROM {_UNRETRIEVED}"
+            " ORDER BY next_check_at",
+        )
+        return [str(r["receipt_id"]) for r in rows]
 
     def non_terminal(self) -> builtins.list[Receipt]:
         """Every receipt whose lifecycle is not terminal (the restart rule resumes them)."""

@@ -1,0 +1,236 @@
+"""The narrower write path: its migrations keep every row, and the queries that replaced
+dropped indexes answer exactly what the old ones did.
+
+Store migration ``0004_write_path`` clusters the timeline and narrows the receipt
+indexes; sidecar schema 2 clusters anchors and narrows the intents' indexes. Listing
+without a state filter now merges one ``receipts_by_state`` range per state, and the
+reconciler's ranges use two partial indexes — both compared here with a brute-force
+answer over the same rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from chit.home import Home
+from chit.receipts import LifecycleState, Receipt, RetrievalCondition
+from chit.sidecar import db as sidecar_db
+from chit.sidecar.anchors import SidecarStore
+from chit.store import Store
+from chit.store.db import connect, immediate
+from chit.store.migrations import SCHEMA_VERSION, migrations
+from tests.store_support import T0, make_obs, make_receipt
+
+BLOB = b"\x01" + bytes(8) + bytes(12) + b"c" * 24
+FP = "fp0123456789"
+STATES = list(LifecycleState)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(Home(tmp_path / "home")) as opened:
+        yield opened
+
+
+# ------------------------------------------------------------------ store migration
+def test_store_migration_keeps_timelines_and_rules(tmp_path: Path) -> None:
+    path = tmp_path / "chit.db"
+    db = connect(path)
+    with immediate(db):
+        migrations.apply(db, stop_before="0004_write_path")
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    for i in range(3):
+        rid = f"r{i}"
+        db.conn.execute(
+            "INSERT INTO receipts (receipt_id, server, tool, state, active, retrieval,"
+            " acceptance, cancel_posture, accepted_at, status_at, request_key, version, doc)"
+            " VALUES (?, 'demo', 't', 'working', 1, 'fresh', 'pending', 'not_requested',"
+            " ?, ?, ?, 1, ?)",
+            [rid, "2026", "2026", f"rk{i}", make_receipt(rid).model_dump_json()],
+        )
+        for seq in (1, 2):
+            db.conn.execute(
+                "INSERT INTO observations (receipt_id, seq, at, source, kind, applied)"
+                " VALUES (?, ?, '2026-01-01T00:00:00.000Z', 'poll', 'status', 1)",
+                [rid, seq],
+            )
+    db.conn.commit()
+    db.close()
+
+    with Store.open_path(path) as migrated:
+        assert migrated.schema_version == SCHEMA_VERSION
+        assert migrated.observations.count() == 6
+        assert [o.receipt_id for o in migrated.observations.timeline("r1")] == ["r1", "r1"]
+        # New rows continue each timeline where it stopped.
+        assert migrated.observations.append(make_obs("r1")) == [3]
+        conn = migrated.db.conn
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            conn.execute("UPDATE observations SET message = 'x' WHERE receipt_id = 'r1'")
+        # The timeline still needs its receipt.
+        with pytest.raises(sqlite3.IntegrityError), immediate(migrated.db):
+            conn.execute(
+                "INSERT INTO observations (receipt_id, seq, at, source, kind, applied)"
+                " VALUES ('ghost', 1, '2026', 'poll', 'status', 1)"
+            )
+        assert migrated.receipts.delete("r2")
+        assert migrated.observations.count("r2") == 0  # still cascades
+        indexes = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }
+        assert {"receipts_by_state", "receipts_by_server", "receipts_live"} <= indexes
+        assert not {"receipts_by_status", "receipts_due"} & indexes
+        assert migrated.quick_check() == ["ok"]
+
+
+# ---------------------------------------------------------------- sidecar migration
+def _sidecar_v1(path: Path) -> sqlite_utils.Database:
+    db = connect(path)
+    with immediate(db):
+        sidecar_db.MIGRATIONS[0](db)
+        db.conn.execute("PRAGMA user_version=1")
+    return db
+
+
+def test_sidecar_migration_keeps_anchors_and_intents(tmp_path: Path) -> None:
+    path = tmp_path / "sidecar.db"
+    db = _sidecar_v1(path)
+    with immediate(db):
+        db.conn.execute(
+            "INSERT INTO anchors (item_id, principal, task_key, state, materialized,"
+            " created_at, updated_at) VALUES ('wi_old', 'local', 'tk', 'live', 1, 'a', 'a')"
+        )
+        for seq, key in ((1, "k1"), (2, None), (3, None)):
+            db.conn.execute(
+                "INSERT INTO intents (id, item_id, principal, kind, payload, idempotency_key,"
+                " request_hash, seq, state, max_attempts, next_attempt_at, created_at,"
+                " updated_at) VALUES (?, 'wi_old', 'local', 'note', '{}', ?, 'h', ?,"
+                " 'applied', 8, 'a', 'a', 'a')",
+                [f"in_{seq}", key, seq],
+            )
+    db.close()
+
+    with SidecarStore.open(path) as side:
+        conn = side.db.conn
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == sidecar_db.SCHEMA_VERSION
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        anchor = side.anchor("wi_old")
+        assert anchor is not None and anchor.state == "live" and anchor.materialized
+        assert [i.seq for i in side.intents_of("wi_old")] == [1, 2, 3]
+        # Replays by key still find the old intent; a follow-up continues the sequence.
+        out = side.enqueue("local", "wi_old", "note", {"text": "x"}, idempotency_key="k2")
+        assert [i.seq for i in side.intents_of("wi_old")][-1] == 4 and out.intent_id
+        with immediate(side.db), pytest.raises(sqlite3.IntegrityError):  # keys stay unique
+            conn.execute(
+                "INSERT INTO intents (id, item_id, principal, kind, payload, idempotency_key,"
+                " request_hash, seq, state, max_attempts, next_attempt_at, created_at,"
+                " updated_at) VALUES ('in_x', 'wi_old', 'local', 'note', '{}', 'k1', 'h', 9,"
+                " 'pending', 8, 'a', 'a', 'a')"
+            )
+        with immediate(side.db), pytest.raises(sqlite3.IntegrityError):  # FK enforced
+            conn.execute(
+                "INSERT INTO intents (id, item_id, principal, kind, payload, request_hash,"
+                " seq, state, max_attempts, next_attempt_at, created_at, updated_at) VALUES"
+                " ('in_y', 'wi_ghost', 'local', 'note', '{}', 'h', 1, 'pending', 8, 'a',"
+                " 'a', 'a')"
+            )
+        assert (
+            conn.execute("SELECT count(*) FROM intents WHERE idempotency_key IS NULL").fetchone()[0]
+            == 2
+        )  # several intents without a key are fine
+        assert side.quick_check() == ["ok"]
+    SidecarStore.open(path).close()  # reopening a current file changes nothing
+
+
+def test_sidecar_ids_sort_by_creation(tmp_path: Path) -> None:
+    with SidecarStore.open(tmp_path / "sidecar.db") as side:
+        items = [side.open_work("local", f"t{i}", "T").item_id for i in range(3)]
+    assert all(i.startswith("wi_") and len(i) == 3 + 11 + 32 for i in items)
+    stamps = [item[3:14] for item in items]
+    assert stamps == sorted(stamps)
+    assert len({item[14:] for item in items}) == 3
+
+
+# ----------------------------------------------------------- listing by merged ranges
+def _fill(store: Store, n: int) -> list[Receipt]:
+    made = []
+    with immediate(store.db):
+        for i in range(n):
+            r = make_receipt(
+                f"r{i:04d}",
+                state=STATES[(i * 7) % len(STATES)],
+                server=f"srv{i % 3}",
+                purpose="needle" if i % 11 == 0 else "hay",
+                status_at=T0 + timedelta(seconds=(i * 13) % 97),  # many ties
+            )
+            store.receipts.insert(r, BLOB, FP)
+            made.append(r)
+    return made
+
+
+def _pages(store: Store, limit: int, **filters: object) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = store.receipts.list(limit=limit, after=cursor, **filters)  # type: ignore[arg-type]
+        ids += [r.receipt_id for r in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            return ids
+
+
+def _expected(made: list[Receipt], keep: object) -> list[str]:
+    chosen = [r for r in made if keep(r)]  # type: ignore[operator]
+    chosen.sort(key=lambda r: (r.status_at, r.receipt_id), reverse=True)
+    return [r.receipt_id for r in chosen]
+
+
+def test_merged_state_ranges_list_like_one_index(store: Store) -> None:
+    made = _fill(store, 400)
+    assert _pages(store, 7) == _expected(made, lambda r: True)
+    for pair in itertools.combinations(STATES, 2):
+        wanted = set(pair)
+        assert _pages(store, 13, state=list(pair)) == _expected(
+            made, lambda r, w=wanted: r.state in w
+        )
+    assert _pages(store, 5, text="needle") == _expected(made, lambda r: r.purpose == "needle")
+    live = [LifecycleState.WORKING, LifecycleState.INPUT_REQUIRED]
+    assert _pages(store, 9, state=live, server="srv1") == _expected(
+        made, lambda r: r.state in live and r.server == "srv1"
+    )
+    assert _pages(store, 50, state=[]) == _expected(made, lambda r: True)  # no state = all
+
+
+# ---------------------------------------------------------------- reconciler ranges
+def test_due_and_live_ids_by_partial_indexes(store: Store) -> None:
+    now = T0 + timedelta(minutes=10)
+    soon, later = now - timedelta(seconds=1), now + timedelta(minutes=5)
+    cases = {
+        "live-due": (LifecycleState.WORKING, soon, RetrievalCondition.FRESH, True, True),
+        "live-never": (LifecycleState.INPUT_REQUIRED, None, RetrievalCondition.STALE, True, True),
+        "live-later": (LifecycleState.WORKING, later, RetrievalCondition.FRESH, False, True),
+        "live-lost": (LifecycleState.WORKING, soon, RetrievalCondition.VANISHED, False, False),
+        "done-fetch": (LifecycleState.COMPLETED, soon, RetrievalCondition.FRESH, True, True),
+        "failed-later": (LifecycleState.FAILED, later, RetrievalCondition.FRESH, False, True),
+        "done-fetched": (LifecycleState.COMPLETED, None, RetrievalCondition.FRESH, False, False),
+        "cancelled": (LifecycleState.CANCELLED, soon, RetrievalCondition.FRESH, False, False),
+    }
+    for rid, (state, check, retrieval, _, _) in cases.items():
+        r = make_receipt(rid, state=state, next_check_at=check)
+        store.receipts.insert(r.model_copy(update={"retrieval": retrieval}), BLOB, FP)
+    due = store.receipts.due_ids(now)
+    assert set(due) == {rid for rid, c in cases.items() if c[3]}
+    assert due[0] == "live-never"  # never scheduled sorts first: due at once
+    assert set(store.receipts.live_ids()) == {rid for rid, c in cases.items() if c[4]}
+    assert store.receipts.due_ids(now, limit=2) == due[:2]
+    assert {r.receipt_id for r in store.receipts.due(now)} == {
+        "live-due",
+        "live-never",
+        "live-lost",
+    }
