@@ -194,3 +194,38 @@ def test_executor_class_accepts_a_url(pg_url: str, tmp_path: Path) -> None:
         assert ex.run_once() == 0
     finally:
         ex.close()
+
+
+def test_outage_is_a_transient_answer_then_the_store_recovers(tmp_path: Path) -> None:
+    """The database goes away under a sidecar and comes back: nothing acknowledged is lost."""
+    import time
+
+    from chit.sidecar.pgdb import StoreUnreachable
+    from chit.sidecar.service import SidecarService
+    from tests.pg_support import new_cluster, remove_cluster
+
+    cluster = new_cluster()
+    try:
+        home = make_home(tmp_path)
+        service = SidecarService(home, sidecar_path=cluster.url, check_library=False)
+        acked, is_error = service.start("local", {"task_key": "a", "title": "A"})
+        assert not is_error
+        cluster.stop("fast")
+        answer, is_error = service.start("local", {"task_key": "b", "title": "B"})
+        assert is_error and answer["failure_class"] == "transient"
+        assert answer["reason"].startswith("the sidecar store is unavailable: ")
+        assert "nothing was stored" in answer["reason"] and "\n" not in answer["reason"]
+        with pytest.raises(StoreUnreachable):
+            service.store.anchor(acked["item_id"])
+        cluster.start()
+        deadline = time.monotonic() + 60
+        while True:
+            again, is_error = service.start("local", {"task_key": "b", "title": "B"})
+            if not is_error or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert not is_error, again
+        anchor = service.store.anchor(acked["item_id"])
+        assert anchor is not None and anchor.task_key == "a"
+    finally:
+        remove_cluster(cluster)

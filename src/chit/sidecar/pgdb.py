@@ -24,6 +24,7 @@ per process. psycopg is optional (``chit[postgres]``) and imported only here.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -166,17 +167,30 @@ def _errors_of() -> tuple[type[BaseException], ...]:
     return (psycopg.OperationalError, PoolTimeout)
 
 
+FAIL_FAST_S = 1.0
+"""After a database was unreachable, its calls fail at once for this long (not each
+after the pool's timeout)."""
+_down: dict[str, tuple[float, str]] = {}
+
+
 @contextmanager
-def unreachable_as_store_error() -> Iterator[None]:
+def unreachable_as_store_error(url: str = "") -> Iterator[None]:
     """Turn "cannot reach the database" into :class:`StoreUnreachable` (one line)."""
     errors = _errors_of()
+    down = _down.get(url)
+    if down is not None and time.monotonic() < down[0]:
+        raise StoreUnreachable(down[1])
     try:
         yield
     except StoreUnavailable as exc:
         raise StoreUnreachable(f"the sidecar store is unavailable: {exc.reason}") from exc
     except errors as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
-        raise StoreUnreachable(f"the sidecar store is unavailable: {text}") from exc
+        message = f"the sidecar store is unavailable: {text}"
+        if url:
+            _down[url] = (time.monotonic() + FAIL_FAST_S, message)
+        raise StoreUnreachable(message) from exc
+    _down.pop(url, None)
 
 
 def _pool_for(url: str) -> Any:
@@ -258,10 +272,14 @@ class PgDatabase:
         """
         conn = getattr(self._local, "conn", None)
         if conn is not None:
-            with unreachable_as_store_error(), conn.transaction():
+            with unreachable_as_store_error(self.url), conn.transaction():
                 yield self
             return
-        with unreachable_as_store_error(), self._pool.connection() as conn, conn.transaction():
+        with (
+            unreachable_as_store_error(self.url),
+            self._pool.connection() as conn,
+            conn.transaction(),
+        ):
             if snapshot:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             elif exclusive:
@@ -275,7 +293,7 @@ class PgDatabase:
     def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run one query; every row."""
         conn = getattr(self._local, "conn", None)
-        with unreachable_as_store_error():
+        with unreachable_as_store_error(self.url):
             if conn is not None:
                 rows: list[Row] = conn.execute(translate(sql), list(params)).fetchall()
                 return rows
@@ -288,5 +306,5 @@ class PgDatabase:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             raise StoreError("internal: write outside a transaction: " + sql.split("(")[0])
-        with unreachable_as_store_error():
+        with unreachable_as_store_error(self.url):
             return conn.execute(translate(sql), list(params))

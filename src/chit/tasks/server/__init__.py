@@ -1,4 +1,4 @@
-"""Server side of MCP tasks, both generations, over a persistent SQLite store.
+"""Server side of MCP tasks, both generations, over a persistent store (SQLite or PostgreSQL).
 
 Typical assembly::
 
@@ -19,10 +19,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from chit.tasks.server.backend import StoreUnavailable, TaskBackend, open_task_store
 from chit.tasks.server.context import TaskContext
 from chit.tasks.server.ext2026 import TasksExtension
 from chit.tasks.server.http import TaskNameHeaderGuard
 from chit.tasks.server.legacy2025 import legacy_middleware
+from chit.tasks.server.pgstore import PostgresTaskStore
 from chit.tasks.server.principal import PrincipalOf, default_principal
 from chit.tasks.server.runtime import TaskError, TaskRuntime
 from chit.tasks.server.store import TaskRecord, TaskStore
@@ -66,8 +68,11 @@ def build_server(
 
 
 __all__ = [
+    "PostgresTaskStore",
     "PreInput",
     "PrincipalOf",
+    "StoreUnavailable",
+    "TaskBackend",
     "TaskContext",
     "TaskError",
     "TaskNameHeaderGuard",
@@ -80,4 +85,5 @@ __all__ = [
     "build_server",
     "default_principal",
     "legacy_middleware",
+    "open_task_store",
 ]

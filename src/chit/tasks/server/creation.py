@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,22 @@ from chit.tasks.wire import INVALID_PARAMS
 
 if TYPE_CHECKING:
     from chit.tasks.server.runtime import TaskRuntime
+
+
+def clamp_ttl(runtime: TaskRuntime, requested: int | None) -> int:
+    """Clamp a requested TTL to the runtime's [min, max]; ``None`` gives the default."""
+    if requested is None:
+        return runtime.default_ttl_ms
+    return max(runtime.min_ttl_ms, min(runtime.max_ttl_ms, int(requested)))
+
+
+def check_size(limit: int, arguments: dict[str, Any] | None) -> None:
+    """Reject arguments whose JSON is larger than ``limit`` (before anything is stored)."""
+    size = len(json.dumps(arguments or {}, separators=(",", ":")).encode())
+    if size > limit:
+        raise TaskError(
+            code=INVALID_PARAMS, message=f"Arguments too large: {size} bytes (limit {limit})"
+        )
 
 
 async def create_task(
@@ -28,13 +45,13 @@ async def create_task(
     session: Any = None,
 ) -> TaskRecord:
     """The body of :meth:`TaskRuntime.create <chit.tasks.server.runtime.TaskRuntime.create>`."""
-    runtime.check_size(arguments)
+    check_size(runtime.max_argument_bytes, arguments)
     try:
         args = tool.validate(arguments)
     except Exception as exc:
         raise TaskError(code=INVALID_PARAMS, message=str(exc)) from exc
     now = runtime.now_ms()
-    ttl = runtime.clamp_ttl(ttl_ms)
+    ttl = clamp_ttl(runtime, ttl_ms)
     record = TaskRecord(
         id=secrets.token_urlsafe(24),
         principal=principal,

@@ -30,10 +30,8 @@ from contextlib import contextmanager
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import anyio
-
 from chit.tasks.server.backend import ChangeCallback, StoreUnavailable
-from chit.tasks.server.pgschema import CHANNEL, migrate
+from chit.tasks.server.pgschema import migrate
 from chit.tasks.server.record import TaskRecord, from_row, to_row, to_row_partial
 from chit.tasks.server.schema import OwnerRow, TaskState
 
@@ -354,44 +352,12 @@ class PostgresTaskStore:
     # --- change feed ----------------------------------------------------------------------------
 
     async def follow(self, on_change: ChangeCallback) -> None:
-        """``LISTEN`` for task changes made by other processes until cancelled.
+        """``LISTEN`` for task changes made by other processes until cancelled (``pgfeed``)."""
+        from chit.tasks.server.pgfeed import follow_changes
 
-        Reconnects with backoff (0.2 s doubling to 5 s) when the connection is lost, and
-        reports ``(None, None)`` after every (re)connect: changes made while nobody
-        listened are not replayed, so the caller re-reads what it watches.
-        """
-        psycopg = self._psycopg
-        delay = 0.2
-        failing = False
-        while True:
-            try:
-                conn = await psycopg.AsyncConnection.connect(self._conninfo, **self._connect_kwargs)
-                async with conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    if failing:
-                        logger.warning("task store change feed is back")
-                    failing, delay = False, 0.2
-                    on_change(None, None)
-                    async for note in conn.notifies():
-                        _dispatch(note.payload, self.origin, on_change)
-            except psycopg.OperationalError as exc:
-                if not failing:
-                    reason = " ".join(str(exc).split())
-                    logger.warning("task store change feed lost (%s); reconnecting", reason)
-                failing = True
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
-
-def _dispatch(payload: str, origin: str, on_change: ChangeCallback) -> None:
-    try:
-        data = json.loads(payload)
-        task_id, status = str(data["id"]), str(data["status"])
-    except (ValueError, KeyError, TypeError):
-        return  # not ours (another program on the channel): ignore
-    if data.get("origin") == origin:
-        return  # this process's own write: it already reacted
-    on_change(task_id, None if data.get("kept") else status)
+        await follow_changes(
+            self._psycopg, self._conninfo, self._connect_kwargs, self.origin, on_change
+        )
 
 
 def _insert_sql(row: dict[str, Any]) -> str:

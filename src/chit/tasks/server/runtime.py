@@ -16,7 +16,6 @@ first, status-message writes merged per task and after them.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +28,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from chit.tasks.clock import Now, to_ms, utc_now
-from chit.tasks.server.backend import StoreUnavailable, TaskBackend, open_task_store
+from chit.tasks.server.backend import TaskBackend, open_task_store
 from chit.tasks.server.creation import create_task
 from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, not_found, task_ref
 from chit.tasks.server.notify import Notifier
@@ -37,7 +36,7 @@ from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.record import TaskRecord
 from chit.tasks.server.tools import PreInput, TaskTool, ToolFn, build_task_tool
 from chit.tasks.server.writes import Superseded, WriteQueue
-from chit.tasks.wire import INTERNAL_ERROR, INVALID_PARAMS, TaskSupport
+from chit.tasks.wire import INTERNAL_ERROR, TaskSupport
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -188,21 +187,6 @@ class TaskRuntime:
 
     # --- creation -------------------------------------------------------------------
 
-    def clamp_ttl(self, requested: int | None) -> int:
-        """Clamp a requested TTL to [min, max]; ``None`` gives the default."""
-        if requested is None:
-            return self.default_ttl_ms
-        return max(self.min_ttl_ms, min(self.max_ttl_ms, int(requested)))
-
-    def check_size(self, arguments: dict[str, Any] | None) -> None:
-        """Reject arguments whose JSON is larger than the cap (before anything is stored)."""
-        size = len(json.dumps(arguments or {}, separators=(",", ":")).encode())
-        if size > self.max_argument_bytes:
-            raise TaskError(
-                code=INVALID_PARAMS,
-                message=f"Arguments too large: {size} bytes (limit {self.max_argument_bytes})",
-            )
-
     async def create(
         self,
         tool: TaskTool,
@@ -342,28 +326,17 @@ class TaskRuntime:
         write = partial(
             self.store.update, task_id, only_if_active=True, owner=owner, durable=durable, **changes
         )
-        delay = 0.2
-        while True:
-            try:
-                done = await self.writes.run(
-                    write,
-                    key=task_id,
-                    message=message,
-                    replaces_message="status_message" in changes,
-                )
-            except Superseded:
-                return True  # a newer write of the task carries the change (and notifies)
-            except StoreUnavailable as exc:
-                if not worker:
-                    raise  # a client's request: it gets the one-line error and may retry
-                # A worker's write (its outcome above all) must not be lost to an outage:
-                # wait for the store to come back. The owner guard keeps it from landing
-                # on a task that another process took over meanwhile.
-                logger.warning("%s: %s; retrying", task_ref(task_id), exc.reason)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-                continue
-            break
+        try:
+            done = await self.writes.run(
+                write,
+                key=task_id,
+                message=message,
+                replaces_message="status_message" in changes,
+                until_stored=worker,
+                ref=task_ref(task_id),
+            )
+        except Superseded:
+            return True  # a newer write of the task carries the change (and notifies)
         if done:
             await self.changed(task_id, changes.get("status"), kept="status" not in changes)
         return done

@@ -21,11 +21,16 @@ it runs: the caller runs its own write when its turn is granted.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TypeVar
 
 import anyio
+
+from chit.tasks.server.backend import StoreUnavailable
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -67,6 +72,8 @@ class WriteQueue:
         key: str | None = None,
         message: bool = False,
         replaces_message: bool = False,
+        until_stored: bool = False,
+        ref: str = "",
     ) -> T:
         """Wait for this write's turn, then run ``fn`` in a worker thread.
 
@@ -76,10 +83,30 @@ class WriteQueue:
             message: A message-only write (needs ``key``): merged, after durable writes.
             replaces_message: A durable write that also sets ``key``'s status message, so a
                 pending message write of that task is dropped instead of run first.
+            until_stored: Retry (backoff 0.2 s doubling to 5 s) while the store is
+                unavailable instead of raising: a worker's writes, its outcome above all,
+                must not be lost to an outage (its owner guard keeps a late write from
+                landing on a task another process took over meanwhile).
+            ref: How log lines name the task (never its id).
 
         Raises:
             Superseded: A newer write of the same task replaced this message write.
+            StoreUnavailable: The store is unreachable (unless ``until_stored``).
         """
+        delay = 0.2
+        while True:
+            try:
+                return await self._run_once(fn, key, message, replaces_message)
+            except StoreUnavailable as exc:
+                if not until_stored:
+                    raise  # a client's request: it gets the one-line error and may retry
+                logger.warning("%s: %s; retrying", ref or "store write", exc.reason)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _run_once(
+        self, fn: Callable[[], T], key: str | None, message: bool, replaces_message: bool
+    ) -> T:
         if message and key is None:
             raise ValueError("a message write needs a key")
         job = _Job(key, message)
