@@ -229,3 +229,16 @@ def test_outage_is_a_transient_answer_then_the_store_recovers(tmp_path: Path) ->
         assert anchor is not None and anchor.task_key == "a"
     finally:
         remove_cluster(cluster)
+
+
+def test_config_key_selects_the_sidecar_store(pg_url: str, tmp_path: Path) -> None:
+    import json
+
+    home = make_home(tmp_path)
+    home.config_path.write_text(f'[store]\nsidecar = "{pg_url}"\n')
+    _chit(home, "sidecar", "token", "add", "from-config")  # no --store: the config's
+    listed = json.loads(_chit(home, "sidecar", "--store", pg_url, "token", "list", "--json"))
+    assert [t["name"] for t in listed] == ["from-config"]
+    assert not home.sidecar_db_path.exists()  # nothing went to the home's file
+    doctor = json.loads(_chit(home, "doctor", "--json"))["stores"]["sidecar"]
+    assert doctor["kind"] == "postgresql" and doctor["schema"]["sidecar"] == 1

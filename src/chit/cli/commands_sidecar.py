@@ -16,11 +16,11 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def _target(ctx: click.Context) -> Any:
     """The sidecar store: ``--store``, else ``[store] sidecar`` in config, else the file."""
-    from chit.cli.stores import configured_store
+    from chit.sidecar.sql import sidecar_target
 
     home = home_of(ctx).ensure()
     chosen = (ctx.find_object(dict) or {}).get("sidecar_store")
-    return chosen or configured_store(home, "sidecar") or home.sidecar_db_path
+    return chosen or sidecar_target(home)
 
 
 def _store(ctx: click.Context) -> Any:

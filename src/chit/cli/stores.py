@@ -7,31 +7,12 @@ that is not a ``postgresql://`` URL is a SQLite file path.
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
-from chit.errors import ChitError, ExitCode, UsageError
-from chit.home import Home
+from chit.errors import ChitError, ExitCode
+from chit.sidecar.sql import configured_store
 
-
-def configured_store(home: Home, key: str) -> str | None:
-    """The ``[store] key`` of the home's config file, if set.
-
-    Raises:
-        UsageError: The config file is not valid TOML or the value is not a string.
-    """
-    try:
-        with home.config_path.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"cannot read {home.config_path}: {exc}") from exc
-    section = doc.get("store")
-    value = section.get(key) if isinstance(section, dict) else None
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise UsageError(f"[store] {key} in {home.config_path} must be a URL or a path")
-    return value
+__all__ = ["configured_store", "probe_store", "store_failure"]
 
 
 def store_failure(what: str, exc: BaseException) -> ChitError:

@@ -26,6 +26,8 @@ from chit.home import Home
 from chit.receipts import ObservationSource, Receipt, freshness, next_safe_decision
 from chit.sidecar.executor import Executor
 from chit.sidecar.owner import StaticOwnerResolver, owner_of
+from chit.sidecar.sql import exists as sidecar_exists
+from chit.sidecar.sql import sidecar_target
 from chit.vault import Vault
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ def executor_wanted(home: Home, environ: Mapping[str, str] | None = None) -> boo
         return False
     if setting in _ON:
         return True
-    return home.sidecar_db_path.exists()
+    return sidecar_exists(sidecar_target(home))
 
 
 def build_executor(
@@ -65,7 +67,8 @@ def build_executor(
     """
     if not executor_wanted(home, environ):
         return None
-    return Executor(home, StaticOwnerResolver(owner_of(vault)))
+    owner = StaticOwnerResolver(owner_of(vault))
+    return Executor(home, owner, sidecar_path=sidecar_target(home))
 
 
 def executor_hook(

@@ -17,7 +17,16 @@ from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
 from chit.home import Home
 from chit.receipts.answers import validate_answer
-from chit.sidecar.sql import SidecarDb, fetch_all, fetch_one, immediate, open_database, write
+from chit.sidecar.sql import (
+    SidecarDb,
+    exists,
+    fetch_all,
+    fetch_one,
+    immediate,
+    open_database,
+    sidecar_target,
+    write,
+)
 
 
 @dataclass(frozen=True)
@@ -170,9 +179,10 @@ def open_decisions(home: Home) -> list[Decision]:
     Opens and closes its own connection, so any thread may call it. A home that never
     ran the sidecar has no sidecar file, and reading must not create one.
     """
-    if not home.sidecar_db_path.exists():
+    target = sidecar_target(home)
+    if not exists(target):
         return []
-    db = open_database(home.sidecar_db_path)
+    db = open_database(target)
     try:
         return pending(db)
     finally:
@@ -187,9 +197,10 @@ def answer_decision(home: Home, decision_id: str, answer: Any) -> Decision:
         Conflict: it was answered or cancelled already.
         UsageError: the answer does not fit the question's schema.
     """
-    if not home.sidecar_db_path.exists():
+    target = sidecar_target(home)
+    if not exists(target):
         raise NotFound(f"no decision {decision_id}: this home has no sidecar store")
-    db = open_database(home.sidecar_db_path)
+    db = open_database(target)
     try:
         return decide(db, decision_id, answer)
     finally:
@@ -202,9 +213,10 @@ def withdraw_decision(home: Home, decision_id: str) -> bool:
     Returns:
         False when the decision was no longer pending (or does not exist).
     """
-    if not home.sidecar_db_path.exists():
+    target = sidecar_target(home)
+    if not exists(target):
         return False
-    db = open_database(home.sidecar_db_path)
+    db = open_database(target)
     try:
         return cancel(db, decision_id)
     finally:

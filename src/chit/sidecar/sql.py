@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import sqlite_utils
 
+from chit.errors import ChitError, UsageError
+from chit.home import Home
 from chit.store import immediate as sqlite_immediate
 from chit.store.db import fetch_all as sqlite_fetch_all
 from chit.store.db import quick_check as sqlite_quick_check
@@ -34,6 +36,30 @@ SidecarDb: TypeAlias = "sqlite_utils.Database | PgDatabase"
 
 Target: TypeAlias = "Path | str"
 """Where the sidecar store is: a SQLite file path or a ``postgresql://`` URL."""
+
+
+def configured_store(home: Home, key: str) -> str | None:
+    """``[store] key`` in the home's ``config.toml`` (``tasks``, ``sidecar``), if set.
+
+    Raises:
+        UsageError: The config file cannot be read, or the value is not a string.
+    """
+    from chit.servers.toml_io import read
+
+    try:
+        doc = read(home.config_path)
+    except ChitError as exc:
+        raise UsageError(str(exc)) from exc
+    section = doc.get("store")
+    value = section.get(key) if isinstance(section, dict) else None
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise UsageError(f"[store] {key} in {home.config_path} must be a URL or a path")
+    return value
+
+
+def sidecar_target(home: Home) -> Target:
+    """The home's sidecar store: ``[store] sidecar`` from config, else ``sidecar.db``."""
+    return configured_store(home, "sidecar") or home.sidecar_db_path
 
 
 def is_postgres(db: Any) -> bool:
