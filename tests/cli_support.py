@@ -91,3 +91,44 @@ def seed_receipt(
         store.intents.begin(intent)
         store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
     return tr.receipt
+
+
+def seed_many(home: Home, count: int, *, server: str = "demo") -> list[str]:
+    """Write ``count`` working receipts (as ``seed_receipt``) in one transaction."""
+    from chit import clock
+    from chit.store.db import immediate
+
+    vault = Vault.unlock(MemoryKeyStore(), None)
+    now = clock.now()
+    ids: list[str] = []
+    with Store.open(home.ensure()) as store, immediate(store.db):
+        for i in range(count):
+            intent = new_intent(
+                server=server,
+                tool="slow_compute",
+                args_digest=args_digest({"i": i}),
+                request_key=new_request_key(now),
+                now=now,
+            )
+            receipt_id = new_receipt_id(now)
+            handle = f"handle-{i:06d}-{receipt_id}"
+            fp = vault.fingerprint(handle)
+            created = StatusObserved(
+                source=ObservationSource.CREATE,
+                status=LifecycleState.WORKING,
+                message="Starting",
+                poll_interval_ms=1000,
+            )
+            tr = open_receipt(
+                intent,
+                receipt_id=receipt_id,
+                protocol=TaskProtocol.EXTENSION,
+                created=created,
+                now=now,
+                handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
+            )
+            blob = vault.seal(handle, aad_for(receipt_id, server, ""))
+            store.intents.begin(intent)
+            store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
+            ids.append(receipt_id)
+    return ids

@@ -89,6 +89,14 @@ def receipt_table(receipts: list[Receipt], now: datetime) -> list[str]:
     return lines
 
 
+def repeated(obs: Observation) -> str:
+    """``  ×240 (last 2026-01-01T12:04:00Z)`` for a row seen 240 times, else nothing."""
+    if obs.repeats <= 1:
+        return ""
+    last = f" (last {clock.iso(obs.last_at)})" if obs.last_at is not None else ""
+    return f"  ×{obs.repeats}{last}"
+
+
 def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime) -> list[str]:
     """Human-readable lines for ``chit show``: the nine elements and the timeline."""
     r = receipt
@@ -148,5 +156,6 @@ def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime)
         message = f" — {obs.message}" if obs.message else ""
         lines.append(
             f"  {clock.iso(obs.at)}  {obs.source.value:<12} {obs.kind.value}{status}{message}{mark}"
+            + repeated(obs)
         )
     return lines

@@ -78,9 +78,11 @@ from chit.receipts.states import (
     RetrievalCondition,
     TaskProtocol,
 )
+from chit.receipts.timeline import BOOKKEEPING, is_news
 from chit.receipts.transitions import Transition, apply
 
 __all__ = [
+    "BOOKKEEPING",
     "MESSAGE_MAX",
     "SUMMARY_MAX",
     "Acceptance",
@@ -133,6 +135,7 @@ __all__ = [
     "id_time",
     "is_done",
     "is_local_id",
+    "is_news",
     "is_success",
     "needs_user",
     "new_intent",

@@ -240,7 +240,12 @@ class Intent(_Model):
 
 
 class Observation(_Model):
-    """One row of a receipt's timeline. ``applied`` is False when it changed nothing."""
+    """One row of a receipt's timeline. ``applied`` is False when it changed nothing.
+
+    A timeline records changes, not polls: an observation that brings no news (see
+    ``chit.receipts.timeline``) and looks like the row before it is folded into that row,
+    which counts it in ``repeats`` (seen that many times, ×N) and ``last_at`` (the last).
+    """
 
     receipt_id: str
     at: AwareDatetime
@@ -250,3 +255,5 @@ class Observation(_Model):
     message: Message = None
     applied: bool = True
     changes: tuple[str, ...] = ()
+    repeats: int = Field(default=1, ge=1)
+    last_at: AwareDatetime | None = None

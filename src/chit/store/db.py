@@ -9,6 +9,8 @@ Settings and their reasons (measured in ``notes/reliability.md`` §2):
 * ``foreign_keys=ON`` — off by default on every connection, so set on every connection.
 * busy timeout 15 s — the busy handler is not fair: one writer was starved for ~3 s.
 * ``journal_size_limit`` — a WAL that grew during a burst is truncated back afterwards.
+* ``auto_vacuum=INCREMENTAL`` — pages freed by ``chit prune`` can be given back to the
+  file system (``PRAGMA incremental_vacuum``) without rewriting the whole file.
 * Every write runs in ``BEGIN IMMEDIATE`` (``immediate()``): a deferred read-then-write
   fails at once with ``SQLITE_BUSY_SNAPSHOT``, ignoring the busy timeout.
 * Reads are short: fetch all rows, then return. A cursor kept open across calls pins the
@@ -75,6 +77,11 @@ def configure(db: sqlite_utils.Database) -> None:
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        # Only a new, empty file can take it (before its first table, before WAL); an
+        # older file is converted by ``chit prune`` (a VACUUM). Asked on an existing
+        # file it would wait for the write lock.
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     if str(mode).lower() != "wal":
         conn.execute("PRAGMA journal_mode=WAL")

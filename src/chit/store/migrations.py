@@ -204,6 +204,27 @@ def m0004_write_path(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=4")
 
 
+APPEND_ONLY = """CREATE TRIGGER observations_append_only
+    BEFORE UPDATE OF receipt_id, seq, at, source, kind, status, message, applied, changes
+    ON observations
+    BEGIN SELECT RAISE(ABORT, 'observations are append-only'); END"""
+"""A timeline row's facts never change; only its repeat count and last-seen time do."""
+
+
+@migrations(name="0005_timeline_repeats")
+def m0005_timeline_repeats(db: sqlite_utils.Database) -> None:
+    """Timelines record changes, not polls: a row counts the identical polls after it.
+
+    ``repeats`` (how many times the row was seen, 1 for every existing row) and
+    ``last_at`` (when it was last seen) are the only columns an update may touch.
+    """
+    db.execute("ALTER TABLE observations ADD COLUMN repeats INTEGER NOT NULL DEFAULT 1")
+    db.execute("ALTER TABLE observations ADD COLUMN last_at TEXT")
+    db.execute("DROP TRIGGER IF EXISTS observations_append_only")
+    db.execute(APPEND_ONLY)
+    db.execute("PRAGMA user_version=5")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""

@@ -1,4 +1,10 @@
-"""The append-only timeline of each receipt (table ``observations``)."""
+"""The timeline of each receipt (table ``observations``): changes, not polls.
+
+Rows are appended and their facts never change (a trigger enforces it). An observation
+that is no news (``chit.receipts.is_news``) and says what the receipt's last row says
+(same kind, status and message) is folded into that row instead: ``repeats`` counts it,
+``last_at`` records when. A task polled every second for a day keeps one row per change.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,13 @@ from collections.abc import Iterable
 import sqlite_utils
 
 from chit import clock
-from chit.receipts import LifecycleState, Observation, ObservationKind, ObservationSource
+from chit.receipts import (
+    LifecycleState,
+    Observation,
+    ObservationKind,
+    ObservationSource,
+    is_news,
+)
 from chit.store.db import fetch_all, immediate, write
 from chit.store.errors import RecordNotFound
 
@@ -21,6 +33,34 @@ _INSERT = (
     " changes) SELECT :rid, coalesce(max(seq), 0) + 1, :at, :source, :kind, :status,"
     " :message, :applied, :changes FROM observations WHERE receipt_id = :rid RETURNING seq"
 )
+
+
+# Fold a repeat into the receipt's last row when that row says the same thing; the
+# primary-key lookup of the last seq is the same one the insert makes.
+_REPEAT = (
+    "UPDATE observations SET repeats = repeats + 1, last_at = :at"
+    " WHERE receipt_id = :rid"
+    " AND seq = (SELECT max(seq) FROM observations WHERE receipt_id = :rid)"
+    " AND kind = :kind AND status IS :status AND message IS :message RETURNING seq"
+)
+
+
+def _fold(db: sqlite_utils.Database, obs: Observation) -> int | None:
+    """Count ``obs`` on the receipt's last row if it repeats it; its seq, or None."""
+    cursor = write(
+        db,
+        _REPEAT,
+        {
+            "rid": obs.receipt_id,
+            "at": clock.iso(obs.at),
+            "kind": obs.kind,
+            "status": obs.status,
+            "message": obs.message,
+        },
+    )
+    row = cursor.fetchone()
+    cursor.close()
+    return int(row[0]) if row is not None else None
 
 
 _INSERT_NEW = (
@@ -51,7 +91,9 @@ def append_rows(
     Sequence numbers are per receipt, gap-free and assigned under the write lock, so the
     timeline order is the commit order even across processes. ``new_receipt``: the
     receipt is being inserted in this transaction, so its timeline starts at 1 and
-    needs no look-up (the receipt insert's unique keys have already proven it new).
+    needs no look-up (the receipt insert's unique keys have already proven it new). An
+    observation that is no news and repeats the last row is folded into it (its seq is
+    returned).
     """
     seqs: list[int] = []
     if new_receipt:
@@ -62,6 +104,11 @@ def append_rows(
             seqs.append(seq)
         return seqs
     for obs in observations:
+        if not is_news(obs):
+            folded = _fold(db, obs)
+            if folded is not None:
+                seqs.append(folded)
+                continue
         cursor = write(db, _INSERT, _row(obs))
         seqs.append(int(cursor.fetchone()[0]))
         cursor.close()  # a RETURNING statement stays open until its rows are read
@@ -79,6 +126,8 @@ def row_to_observation(row: sqlite3.Row) -> Observation:
         message=row["message"],
         applied=bool(row["applied"]),
         changes=tuple(json.loads(row["changes"])),
+        repeats=int(row["repeats"]),
+        last_at=clock.parse_iso(row["last_at"]) if row["last_at"] is not None else None,
     )
 
 

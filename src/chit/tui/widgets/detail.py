@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from chit.receipts import CancelPosture, Receipt
+from chit.receipts import CancelPosture, Observation, Receipt
 from chit.tui.view import Detail, RecordDetail, ago, countdown, observed
 from chit.tui.widgets.badges import CONDITION_STYLE, state_badge, styled
 
@@ -72,6 +72,14 @@ def _outcome(r: Receipt) -> RenderableType:
     return _kv(rows)
 
 
+def _when(obs: Observation) -> str:
+    """The time cell: ``12:00:03``, or ``12:00:03 ×240`` for a row seen 240 times."""
+    when = f"{obs.at:%H:%M:%S}"
+    if obs.repeats > 1 and obs.last_at is not None:
+        return f"{when} ×{obs.repeats} (last {obs.last_at:%H:%M:%S})"
+    return when
+
+
 def _timeline(d: Detail) -> Table:
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="dim")
     for name in ("time", "source", "kind", "status", "message"):
@@ -82,7 +90,7 @@ def _timeline(d: Detail) -> Table:
         if not obs.applied:
             message = f"(not applied) {message}".strip()
         table.add_row(
-            f"{obs.at:%H:%M:%S}",
+            _when(obs),
             obs.source.value,
             obs.kind.value,
             obs.status.value if obs.status else "",
