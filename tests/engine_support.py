@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from chit.clock import ManualClock, current_clock
+from chit.clock import use as use_clock
 from chit.home import Home
+from chit.receipts import Receipt
 from chit.reconcile import ClientOptions
 from chit.runtime import Supervisor, SupervisorOptions
 from chit.tasks.client import HttpServer, Mode, ServerSpec, StdioServer
@@ -58,8 +63,19 @@ async def supervisor(
     home: Path,
     servers: Mapping[str, ServerSpec],
     options: SupervisorOptions | None = None,
+    *,
+    clock: ManualClock | None = None,
 ) -> AsyncIterator[Supervisor]:
-    """A Supervisor whose server names resolve to ``servers`` (no config.toml needed)."""
+    """A Supervisor whose server names resolve to ``servers`` (no config.toml needed).
+
+    With ``clock`` the engine runs on that manual clock, installed as the process's
+    clock for the block so the store's timestamps follow it too.
+    """
+    if clock is not None:
+        with use_clock(clock):
+            async with supervisor(home, servers, options) as sup:
+                yield sup
+        return
 
     def resolve(name: str) -> ServerSpec:
         from chit.errors import NotFound
@@ -69,9 +85,71 @@ async def supervisor(
         return servers[name]
 
     async with Supervisor.open(
-        Home(home), environ=file_key_env(home), options=options or fast_options(), resolve=resolve
+        Home(home),
+        environ=file_key_env(home),
+        options=options or fast_options(),
+        resolve=resolve,
+        clock=current_clock(),
     ) as sup:
         yield sup
+
+
+async def wait_receipt(
+    sup: Supervisor, receipt_id: str, done: Callable[[Receipt], bool], *, within: float = 30.0
+) -> Receipt:
+    """Wait until ``done(receipt)`` holds, re-reading after each change ``sup`` commits.
+
+    For changes this engine makes (its checks, its 2025 watchers): no polling, no sleep.
+    """
+    with anyio.fail_after(within):
+        while not done(receipt := sup.store.receipts.require(receipt_id)):
+            await sup.writer.wait_change(receipt_id)
+    return receipt
+
+
+async def wait_engine(sup: Supervisor, done: Callable[[], bool], *, within: float = 60.0) -> None:
+    """Wait until ``done()`` holds, re-evaluated after every event ``sup`` publishes."""
+    changed = anyio.Event()
+
+    def on_event(_event: object) -> None:
+        changed.set()
+
+    unsubscribe = sup.subscribe(on_event)
+    try:
+        with anyio.fail_after(within):
+            while True:
+                changed = anyio.Event()
+                if done():
+                    return
+                await changed.wait()
+    finally:
+        unsubscribe()
+
+
+async def follow_virtually(
+    sup: Supervisor,
+    clock: ManualClock,
+    receipt_id: str,
+    *,
+    step: float = 0.1,
+    within: float = 30.0,
+) -> Receipt:
+    """``sup.follow`` on a manual clock: time moves ``step`` at a time until it returns.
+
+    ``within`` bounds the real time it may take (real servers answer in real time).
+    """
+    followed: list[Receipt] = []
+    async with anyio.create_task_group() as tg:
+
+        async def go() -> None:
+            followed.append(await sup.follow(receipt_id))
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(go)
+        with anyio.fail_after(within):
+            while True:
+                await clock.run_for(step)
+    return followed[0]
 
 
 def write_config(home: Path, servers: Mapping[str, ServerSpec]) -> None:
@@ -100,8 +178,6 @@ async def crash_driver(home: Path, url: str, tasks: int) -> None:
 
     Killed at random points by the test; each life continues where the last one died.
     """
-    import anyio
-
     from chit.receipts import IntentState
 
     async with supervisor(home, {"demo": HttpServer(url)}) as sup:
@@ -116,12 +192,9 @@ async def crash_driver(home: Path, url: str, tasks: int) -> None:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.run, stop)
-            while sup.reconciler.live_ids():
-                await anyio.sleep(0.1)
+            await wait_engine(sup, lambda: not sup.reconciler.live_ids(), within=600)
             stop.set()
 
 
 if __name__ == "__main__":  # python -m tests.engine_support HOME URL TASKS
-    import anyio
-
     anyio.run(crash_driver, Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]))

@@ -90,9 +90,15 @@ def test_call_then_reconcile_and_show(env: dict[str, str]) -> None:
     assert doc["state"] == "working" and doc["next"]["actor"] == "chit"  # type: ignore[index]
     import time
 
-    time.sleep(0.5)
-    report = json.loads(chit(env, "reconcile", "--once", "--json").out)
-    assert report["checked"] == 1 and report["by_state"]["completed"] == 1
+    # The server (another process) finishes when it finishes: reconcile until it has,
+    # each pass a whole chit process (no sleep between them, a deadline over them).
+    deadline = time.monotonic() + 60
+    while True:
+        report = json.loads(chit(env, "reconcile", "--once", "--json").out)
+        assert report["checked"] == 1, report
+        if report["by_state"].get("completed") == 1:
+            break
+        assert time.monotonic() < deadline, report
     shown = chit(env, "show", str(doc["receipt_id"]), "--json")
     assert json.loads(shown.out)["state"] == "completed"
 

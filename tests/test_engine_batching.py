@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from chit.clock import settle
 from chit.demo.server import build_demo_server
 from chit.errors import UsageError
 from chit.receipts import (
@@ -22,7 +23,7 @@ from chit.reconcile.limits import PriorityLimiter
 from chit.runtime import Supervisor
 from chit.store import StaleWrite
 from chit.tasks.client import InProcessServer
-from tests.engine_support import demo_stdio, fast_options, supervisor
+from tests.engine_support import demo_stdio, fast_options, supervisor, wait_receipt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -114,12 +115,13 @@ async def test_limiter_serves_urgent_first_and_promotes() -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(holder)
-        await anyio.sleep(0.01)
+        await settle()  # the holder has the slot
         for name in ("poll-a", "poll-b", "poll-c"):
             tg.start_soon(waiter, name, False)
-        await anyio.sleep(0.01)
+        await settle()  # all three wait, in that order
         tg.start_soon(waiter, "hint", True)
-        await anyio.sleep(0.01)
+        await settle()
+        assert limiter.held == 1 and limiter.waiting == 4
         assert limiter.promote("poll-c") and not limiter.promote("nobody")
         gate.set()
     assert order == ["hint", "poll-c", "poll-a", "poll-b"]
@@ -143,7 +145,8 @@ async def test_cancelled_waiter_passes_its_slot_on() -> None:
 
         tg.start_soon(cancelled)
         tg.start_soon(later)
-        await anyio.sleep(0.01)
+        await settle()  # both wait for the slot
+        assert limiter.waiting == 2
         scope.cancel()
     assert got == ["later"] and limiter.held == 0
 
@@ -157,9 +160,7 @@ async def test_2026_push_updates_before_the_next_poll(tmp_path: Path) -> None:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.run, stop)
-            with anyio.fail_after(20):
-                while not sup.store.receipts.require(r.receipt_id).is_terminal:
-                    await anyio.sleep(0.02)
+            await wait_receipt(sup, r.receipt_id, lambda x: x.is_terminal, within=20)
             stop.set()
         assert sup.reconciler.push.subscriptions >= 1
         done = sup.store.receipts.require(r.receipt_id)

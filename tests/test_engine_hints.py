@@ -87,9 +87,12 @@ async def test_news_or_unknown_status_checks_now(tmp_path: Path, status: str | N
 async def test_client_passes_the_notified_status(tmp_path: Path) -> None:
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
     hints: list[str] = []
+    completed = anyio.Event()
 
     async def on_hint(task_id: str) -> None:  # a one-argument callback keeps working
         hints.append(task_id)
+        if getattr(task_id, "status", None) == "completed":
+            completed.set()
 
     async with TaskClient(spec, mode="legacy", read_timeout=10, on_hint=on_hint) as tc:
         handle = await tc.start(
@@ -97,6 +100,5 @@ async def test_client_passes_the_notified_status(tmp_path: Path) -> None:
         )
         assert isinstance(handle, TaskHandle)
         with anyio.fail_after(10):
-            while not any(getattr(h, "status", None) == "completed" for h in hints):
-                await anyio.sleep(0.02)
+            await completed.wait()
     assert all(isinstance(h, Hint) and h == handle.task_id for h in hints)

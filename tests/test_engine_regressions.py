@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
+from chit.clock import ManualClock
 from chit.demo.server import build_demo_server
 from chit.errors import UsageError
 from chit.receipts import (
@@ -22,7 +23,7 @@ from chit.receipts import (
 from chit.runtime import Supervisor
 from chit.store import StaleWrite, StoreIOError
 from chit.tasks.client import InProcessServer
-from tests.engine_support import fast_options, supervisor
+from tests.engine_support import fast_options, supervisor, wait_receipt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -37,10 +38,7 @@ async def _answered_to_the_end(sup: Supervisor, accept_if: str) -> Receipt:
     r = await sup.follow(r.receipt_id)
     assert r.state is LifecycleState.INPUT_REQUIRED and r.pending_inputs
     r = await sup.answer(r.receipt_id, r.pending_inputs[0].key, {"confirm": True})
-    with anyio.fail_after(20):
-        while not (r.is_terminal and r.outcome is not None):
-            await anyio.sleep(0.05)
-            r = sup.store.receipts.require(r.receipt_id)
+    r = await wait_receipt(sup, r.receipt_id, lambda x: x.is_terminal and x.outcome is not None)
     # Whatever the reconciler does next, the verdict must already be there.
     await sup.reconciler.check(r.receipt_id)
     return sup.store.receipts.require(r.receipt_id)
@@ -118,12 +116,13 @@ async def test_a_retried_write_that_landed_is_not_reported_failed(tmp_path: Path
         assert results[stale].version == stored.version
 
 
-async def _checks_for(sup: Supervisor, seconds: float) -> int:
+async def _checks_for(sup: Supervisor, clk: ManualClock, seconds: float) -> int:
+    """Run the reconciler for ``seconds`` of virtual time; how many checks did it make?"""
     before = sup.reconciler.checks
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(sup.reconciler.run, stop)
-        await anyio.sleep(seconds)
+        await clk.run_for(seconds)
         stop.set()
     await sup.reconciler.idle()
     return sup.reconciler.checks - before
@@ -139,14 +138,15 @@ async def test_removed_server_is_recorded_not_rechecked_every_tick(
 ) -> None:
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
     servers = {"demo": spec}
-    async with supervisor(tmp_path / "home", servers, fast_options("2026")) as sup:
+    clk = ManualClock()
+    async with supervisor(tmp_path / "home", servers, fast_options("2026"), clock=clk) as sup:
         rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
         del servers["demo"]  # `chit servers remove demo`
         sup.pool.broken("demo")
         _make_due(sup)
         with caplog.at_level(logging.INFO, logger="chit.reconcile"):
-            checks = await _checks_for(sup, 2.0)
-        assert 1 <= checks <= 3, checks  # was ~40: every 50 ms tick, nothing written
+            checks = await _checks_for(sup, clk, 10.0)
+        assert checks == 1, checks  # was one per 50 ms tick: nothing written
         r = sup.store.receipts.require(rid)
         assert r.retrieval is RetrievalCondition.INCOMPATIBLE
         assert r.retrieval_error and "server 'demo' is no longer registered" in r.retrieval_error
@@ -157,7 +157,10 @@ async def test_removed_server_is_recorded_not_rechecked_every_tick(
 async def test_unresolvable_server_backs_off(tmp_path: Path) -> None:
     """A resolver failure that may heal (locked vault, unset variable) is transient."""
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
         rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
 
         def locked(name: str) -> Any:
@@ -166,8 +169,8 @@ async def test_unresolvable_server_backs_off(tmp_path: Path) -> None:
         sup.pool._resolve = locked
         sup.pool.broken("demo")
         _make_due(sup)
-        checks = await _checks_for(sup, 2.0)
-        assert 1 <= checks <= 3, checks
+        checks = await _checks_for(sup, clk, 10.0)
+        assert 2 <= checks <= 4, checks  # backoff 2 s, 4 s, 8 s — not 200 ticks' worth
         r = sup.store.receipts.require(rid)
         assert r.retrieval is RetrievalCondition.UNREACHABLE
         assert r.retrieval_error and "TOKEN is not set" in r.retrieval_error
@@ -176,7 +179,10 @@ async def test_unresolvable_server_backs_off(tmp_path: Path) -> None:
 
 async def test_unexpected_check_error_is_recorded_with_backoff(tmp_path: Path) -> None:
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
         rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
 
         async def broken(*_args: Any, **_kwargs: Any) -> Any:
@@ -184,8 +190,8 @@ async def test_unexpected_check_error_is_recorded_with_backoff(tmp_path: Path) -
 
         sup.reconciler._observe = broken  # type: ignore[method-assign]
         _make_due(sup)
-        checks = await _checks_for(sup, 2.0)
-        assert 1 <= checks <= 3, checks
+        checks = await _checks_for(sup, clk, 10.0)
+        assert 2 <= checks <= 4, checks  # backoff 2 s, 4 s, 8 s — not 200 ticks' worth
         r = sup.store.receipts.require(rid)
         assert r.retrieval is RetrievalCondition.UNREACHABLE
         assert r.retrieval_error and "RuntimeError: boom" in r.retrieval_error

@@ -15,7 +15,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from chit.home import Home
@@ -106,6 +105,6 @@ async def test_server_killed_and_restarted(tmp_path: Path) -> None:
     async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
         r = await sup.call("demo", "resumable_job", {"seconds": 1.0})
         sup.pool.broken("demo")  # the server process exits with its connection
-        await anyio.sleep(0.5)
+        await sup.pool.wait_closed("demo")
         r = await sup.follow(r.receipt_id)
         assert r.state is LifecycleState.COMPLETED, r

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from chit.cli.engine import wait_exit_code
+from chit.clock import ManualClock
 from chit.demo.server import build_demo_server
 from chit.errors import Conflict, ExitCode
 from chit.receipts import RetrievalCondition, RetrievalFailed
@@ -37,6 +38,13 @@ async def _until(predicate: Any, within: float = 5.0) -> None:
             await anyio.sleep(0.02)
 
 
+async def _run_until(clk: ManualClock, predicate: Any, within: float = 10.0) -> None:
+    """Move virtual time on in small steps until ``predicate()`` (a real server answers)."""
+    with anyio.fail_after(within):
+        while not predicate():
+            await clk.run_for(0.01)
+
+
 def _make_due(sup: Supervisor) -> None:
     past = "2000-01-01T00:00:00Z"
     sup.store.db.execute(
@@ -49,11 +57,14 @@ def _make_due(sup: Supervisor) -> None:
 async def test_busy_store_in_heartbeat_does_not_end_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with supervisor(tmp_path / "home", _demo(tmp_path), fast_options(heartbeat_s=0.1)) as sup:
+    clk = ManualClock()
+    options = fast_options(heartbeat_s=0.1)
+    async with supervisor(tmp_path / "home", _demo(tmp_path), options, clock=clk) as sup:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.run, stop)
-            await _until(lambda: sup.lease.held)
+            await clk.run_for(0)
+            assert sup.lease.held
             failures: list[str] = []
 
             def busy(*_a: Any, **_k: Any) -> Any:
@@ -65,11 +76,14 @@ async def test_busy_store_in_heartbeat_does_not_end_run(
 
             monkeypatch.setattr(sup.lease, "beat", busy)
             monkeypatch.setattr(sup.store.intents, "list", conflict)
-            await _until(lambda: len(failures) >= 3)
+            await clk.run_for(0.35)  # three heartbeats, every one of them failing
+            assert len(failures) == 3
             assert sup.lease.held  # only a confirmed takeover loses the lease
             monkeypatch.undo()
-            await anyio.sleep(0.3)
+            await clk.run_for(0.1)  # the next beat lands
             assert sup.lease.held and sup.lease.holder() is not None
+            clk.advance(sup.options.lease_stale_s + 1)  # its stamp is virtual time too
+            assert sup.lease.holder() is None
             stop.set()
 
 
@@ -97,18 +111,21 @@ async def test_follow_under_a_held_lease_keeps_it(tmp_path: Path) -> None:
 
 
 async def test_follow_stops_reconciling_after_losing_the_lease(tmp_path: Path) -> None:
+    clk = ManualClock()
     options = fast_options(heartbeat_s=0.1, lease_stale_s=30.0)
-    async with supervisor(tmp_path / "home", _demo(tmp_path), options) as sup:
+    async with supervisor(tmp_path / "home", _demo(tmp_path), options, clock=clk) as sup:
         r = await sup.call("demo", "slow_compute", {"seconds": 30})
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.follow, r.receipt_id)
-            await _until(lambda: sup.lease.held and sup.reconciler.checks >= 1)
+            _make_due(sup)
+            await _run_until(clk, lambda: sup.lease.held and sup.reconciler.checks >= 1)
             sup.store.db.execute("UPDATE lease SET owner = 'someone-else'")
             sup.store.db.conn.commit()
-            await _until(lambda: not sup.lease.held)  # the heartbeat ran and saw the takeover
+            await clk.run_for(0.1)  # the heartbeat runs and sees the takeover
+            assert not sup.lease.held
             _make_due(sup)
             checks = sup.reconciler.checks
-            await anyio.sleep(0.5)
+            await clk.run_for(0.5)  # five more looks at the store, each finding it due
             assert sup.reconciler.checks == checks  # a viewer now: watches, does not check
             row = sup.store.db.execute("SELECT owner FROM lease").fetchone()
             assert row[0] == "someone-else"
@@ -173,10 +190,11 @@ async def test_a_live_senders_in_flight_call_is_not_marked_unknown(tmp_path: Pat
 
     home, servers = tmp_path / "home", _demo(tmp_path)
     options = fast_options(intent_grace_s=0.0)
-    async with supervisor(home, servers, options) as daemon:
-        async with supervisor(home, servers, options) as caller:
+    clk = ManualClock()
+    async with supervisor(home, servers, options, clock=clk) as daemon:
+        async with supervisor(home, servers, options, clock=clk) as caller:
             key = _sending_intent(caller, caller.intent_owner)  # caller waits for its reply
-            await anyio.sleep(0.05)
+            clk.advance(60)
             assert daemon.resume_intents() == 0
             intent = daemon.store.intents.get(key)
             assert intent is not None and intent.state is IntentState.SENDING
@@ -196,11 +214,12 @@ async def test_a_dead_processes_sending_intent_becomes_unknown(tmp_path: Path) -
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     options = fast_options(intent_grace_s=0.0)
-    async with supervisor(tmp_path / "home", _demo(tmp_path), options) as sup:
+    clk = ManualClock()
+    async with supervisor(tmp_path / "home", _demo(tmp_path), options, clock=clk) as sup:
         dead = _sending_intent(sup, f"{socket.gethostname()}|{proc.pid}|abc")
         remote = _sending_intent(sup, "elsewhere.example|1|abc")  # cannot be probed: waits
         legacy = _sending_intent(sup, None)
-        await anyio.sleep(0.05)
+        clk.advance(1)  # remote senders are given the result timeout (30 s): not yet
         assert sup.resume_intents() == 2
         states = {k: sup.store.intents.get(k).state for k in (dead, remote, legacy)}  # type: ignore[union-attr]
         assert states == {

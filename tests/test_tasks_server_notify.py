@@ -12,6 +12,7 @@ from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp_types import NotificationParams
 from pydantic import ConfigDict
 
+from chit.clock import settle
 from chit.tasks.server import TaskContext, TaskRuntime, build_server
 from chit.tasks.server.coalesce import CoalescingQueue
 from tests.tasks_server_support import create, make_client, poll, raw
@@ -121,7 +122,7 @@ async def test_wait_wakes_on_offer_and_respects_timeout() -> None:
         await queue.wait(0.01)  # nothing pending: returns after the timeout
         async with anyio.create_task_group() as tg:
             tg.start_soon(queue.wait)
-            await anyio.sleep(0.01)
+            await settle()  # the waiter waits
             queue.offer("a", "working")
         assert queue.pop() == "a"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from chit.clock import settle
 from chit.tasks.server import TaskRuntime
 from chit.tasks.server.store import TaskRecord
 from chit.tasks.server.writes import Superseded, WriteQueue
@@ -61,11 +62,11 @@ async def run_scenario(steps: list[tuple[str, str | None, bool, bool]]) -> Harne
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(h.block)
-            await anyio.sleep(0.01)
+            await settle()
             for name, key, message, replaces in steps:
                 tg.start_soon(partial(h.submit, name, key, message=message, replaces=replaces))
-                await anyio.sleep(0)
-            await anyio.sleep(0.01)
+                await settle()
+            await settle()
             h.gate.set()
     return h
 
@@ -135,12 +136,12 @@ async def test_cancelled_waiter_leaves_the_line_and_the_slot_moves_on() -> None:
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(h.block)
-            await anyio.sleep(0.01)
+            await settle()
             with anyio.CancelScope() as scope:
                 scope.cancel()
                 await h.submit("gone", "a", message=True)
             tg.start_soon(h.submit, "next", "b")
-            await anyio.sleep(0.01)
+            await settle()
             assert len(h.queue) == 1
             h.gate.set()
     assert h.ran == ["next"]
@@ -175,15 +176,15 @@ async def test_runtime_terminal_status_is_never_overwritten_by_a_message(tmp_pat
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(h.block)
-            await anyio.sleep(0.01)
+            await settle()
             tg.start_soon(runtime.set_status_message, "t1", "step 1")
-            await anyio.sleep(0)
+            await settle()
             tg.start_soon(runtime.set_status_message, "t1", "step 2")
-            await anyio.sleep(0)
+            await settle()
             tg.start_soon(runtime.cancel, "t1")
-            await anyio.sleep(0)
+            await settle()
             tg.start_soon(runtime.set_status_message, "t1", "step 3")
-            await anyio.sleep(0.01)
+            await settle()
             assert [k for k, _ in h.queue.pending()] == ["t1", "t1"]  # cancel, then step 3
             h.gate.set()
     record = runtime.store.get("t1")

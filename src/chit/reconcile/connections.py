@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.errors import ChitError, NotFound
 from chit.reconcile.limits import PriorityLimiter
 from chit.tasks.client import (
@@ -104,8 +104,10 @@ class ConnectionPool:
         *,
         on_hint: HintCallback | None = None,
         input_handler: InputHandler | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        """Create an empty pool; connections open on first use."""
+        """Create an empty pool; connections open on first use; backoff runs on ``clock``."""
+        self.clock = clock or current_clock()
         self._resolve = resolve
         self._tg = tg
         self.options = options
@@ -150,7 +152,7 @@ class ConnectionPool:
             conn.connected_at,
             conn.failures,
             conn.last_error,
-            max(0.0, conn.not_before - clock.monotonic()),
+            max(0.0, conn.not_before - self.clock.monotonic()),
         )
 
     def servers(self) -> list[str]:
@@ -177,7 +179,7 @@ class ConnectionPool:
         async with conn.lock:
             if conn.client is not None:
                 return conn.client
-            wait = conn.not_before - clock.monotonic()
+            wait = conn.not_before - self.clock.monotonic()
             if wait > 0:
                 raise TransientError(
                     f"server {server!r} unreachable ({conn.last_error}); retrying in {wait:.1f} s",
@@ -191,13 +193,13 @@ class ConnectionPool:
                 conn.failures += 1
                 conn.last_error = str(exc)[:200]
                 delay = min(RECONNECT_CEILING_S, RECONNECT_FLOOR_S * 2 ** min(conn.failures, 10))
-                conn.not_before = clock.monotonic() + delay * self._rng.uniform(1.0, 1.2)
+                conn.not_before = self.clock.monotonic() + delay * self._rng.uniform(1.0, 1.2)
                 log.info("connect to %s failed: %s", server, conn.last_error)
                 if isinstance(exc, TransientError):
                     raise
                 raise TransientError(f"cannot connect: {exc}", method="initialize") from exc
             conn.client = client
-            conn.connected_at = clock.now()
+            conn.connected_at = self.clock.now()
             return client
 
     def _spec(self, server: str) -> ServerSpec:
@@ -238,6 +240,12 @@ class ConnectionPool:
         conn.client = None
         conn.stop.set()
 
+    async def wait_closed(self, server: str) -> None:
+        """Wait until a broken connection of ``server`` is closed (its process ended)."""
+        conn = self._conns.get(server)
+        if conn is not None and conn.client is None:
+            await conn.closed.wait()
+
     async def _own(self, spec: ServerSpec, conn: _Conn, *, task_status: TaskStatus[Any]) -> None:
         opts = self.options
         started = False
@@ -270,5 +278,5 @@ class ConnectionPool:
             conn.client = None
             conn.stop.set()
         for conn in self._conns.values():
-            with anyio.move_on_after(5):
+            with anyio.move_on_after(5):  # real time: a bound on a peer's shutdown
                 await conn.closed.wait()

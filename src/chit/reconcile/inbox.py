@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp_types import INVALID_REQUEST, ElicitResult, ErrorData, InputRequest, InputResponse
 
+from chit.clock import Clock, current_clock
 from chit.receipts import (
     AnswerStatus,
     Event,
@@ -68,9 +69,14 @@ class LegacyInbox:
         answer_wait_s: float = 300.0,
         redeliver_wait_s: float = 10.0,
         digest_key: bytes | None = None,
+        clock: Clock | None = None,
     ) -> None:
-        """Create the inbox; watchers run in ``tg``; results are digested with ``digest_key``."""
+        """Create the inbox; watchers run in ``tg``; results are digested with ``digest_key``.
+
+        The waits for a person's answer and for a re-delivered prompt run on ``clock``.
+        """
         self._writer = writer
+        self.clock = clock or current_clock()
         self._pool = pool
         self._tg = tg
         self.answer_wait_s = answer_wait_s
@@ -108,7 +114,7 @@ class LegacyInbox:
 
     async def settle(self, timeout: float) -> None:
         """Wait (bounded) until every open watcher has received its first prompt."""
-        with anyio.move_on_after(timeout):
+        with self.clock.move_on_after(timeout):
             for watch in list(self._watches.values()):
                 await watch.first_input.wait()
 
@@ -185,7 +191,7 @@ class LegacyInbox:
         reply = self._answers.pop((rid, key), None)
         if reply is None:
             event = self._waiters.setdefault((rid, key), anyio.Event())
-            with anyio.move_on_after(self.answer_wait_s):
+            with self.clock.move_on_after(self.answer_wait_s):
                 await event.wait()
             self._waiters.pop((rid, key), None)
             reply = self._answers.pop((rid, key), None)
@@ -198,7 +204,7 @@ class LegacyInbox:
         return reply
 
     async def _expect_redelivery(self, rid: str, watch: _Watch, expected: set[str]) -> None:
-        await anyio.sleep(self.redeliver_wait_s)
+        await self.clock.sleep(self.redeliver_wait_s)
         if self._watches.get(rid) is not watch:
             return  # this watch ended (or was replaced): its deliveries decide nothing now
         missing = sorted(expected - watch.delivered)

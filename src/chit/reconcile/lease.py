@@ -12,7 +12,7 @@ import os
 import secrets
 import socket
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.store import Store
 from chit.store.lease_repo import LeaseRepository, LeaseRow
 
@@ -30,9 +30,11 @@ class Lease:
         owner: str | None = None,
         heartbeat_s: float = HEARTBEAT_S,
         stale_after_s: float = STALE_AFTER_S,
+        clock: Clock | None = None,
     ) -> None:
-        """Bind to ``store``; ``owner`` defaults to a fresh random id."""
+        """Bind to ``store``; ``owner`` defaults to a fresh random id; time from ``clock``."""
         self._repo = LeaseRepository(store.db)
+        self.clock = clock or current_clock()
         self.owner = owner or secrets.token_hex(8)
         self.heartbeat_s = heartbeat_s
         self.stale_after_s = stale_after_s
@@ -44,7 +46,7 @@ class Lease:
             self.owner,
             host=socket.gethostname(),
             pid=os.getpid(),
-            now=clock.now(),
+            now=self.clock.now(),
             stale_after_s=self.stale_after_s,
         )
         self.held = won
@@ -53,7 +55,7 @@ class Lease:
     def holder(self) -> LeaseRow | None:
         """The current *live* holder (None when free or stale)."""
         row = self._repo.current()
-        if row is None or row.is_stale(clock.now(), self.stale_after_s):
+        if row is None or row.is_stale(self.clock.now(), self.stale_after_s):
             return None
         return row
 
@@ -61,7 +63,7 @@ class Lease:
         """Refresh the heartbeat; False (and ``held`` cleared) when it was taken over."""
         if not self.held:
             return False
-        self.held = self._repo.heartbeat(self.owner, clock.now())
+        self.held = self._repo.heartbeat(self.owner, self.clock.now())
         return self.held
 
     def release(self) -> None:

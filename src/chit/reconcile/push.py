@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack
 import anyio
 from anyio.abc import TaskGroup
 
+from chit.clock import Clock, current_clock
 from chit.reconcile.connections import ConnectionPool
 from chit.tasks import wire
 from chit.tasks.client import TaskClient, TaskError
@@ -32,6 +33,9 @@ RESUBSCRIBE_S = 0.25
 RETRY_S = 2.0
 """Pause after a refused or failed subscription (the schedule keeps polling meanwhile)."""
 
+STALE_CHECK_S = 1.0
+"""How often an open subscription looks whether its connection was replaced."""
+
 
 class PushSubscriptions:
     """Keeps each 2026 server's task subscription in step with its live receipts."""
@@ -43,9 +47,11 @@ class PushSubscriptions:
         *,
         resubscribe_s: float = RESUBSCRIBE_S,
         retry_s: float = RETRY_S,
+        clock: Clock | None = None,
     ) -> None:
         """Subscribe through ``pool``'s connections; the per-server loops run in ``tg``."""
         self._pool = pool
+        self.clock = clock or current_clock()
         self._tg = tg
         self.resubscribe_s = resubscribe_s
         self.retry_s = retry_s
@@ -93,12 +99,12 @@ class PushSubscriptions:
         client: TaskClient | None = None
         try:
             while self._wanted.get(server):
-                await anyio.sleep(self.resubscribe_s)  # let a burst of new tasks gather
+                await self.clock.sleep(self.resubscribe_s)  # let a burst of new tasks gather
                 self._changed[server] = anyio.Event()
                 try:
                     client = await self._pool.get(server)
                 except TaskError:
-                    await anyio.sleep(self.retry_s)
+                    await self.clock.sleep(self.retry_s)
                     continue
                 if client.generation != wire.PROTOCOL_2026:
                     # 2025 servers push status unasked; no subscription to keep.
@@ -112,7 +118,7 @@ class PushSubscriptions:
                 except TaskError as exc:
                     await fresh.aclose()
                     log.info("task subscription on %s refused: %s", server, exc.failure_class)
-                    await anyio.sleep(self.retry_s)
+                    await self.clock.sleep(self.retry_s)
                     continue
                 if current is not None:
                     await _close(current)  # the new one is open: nothing falls between
@@ -128,7 +134,7 @@ class PushSubscriptions:
     async def _until_stale(self, server: str, client: TaskClient, ids: frozenset[str]) -> None:
         """Return when the subscription no longer covers what is wanted."""
         while True:
-            with anyio.move_on_after(1.0):
+            with self.clock.move_on_after(STALE_CHECK_S):
                 await self._event(server).wait()
             if self._pool.current(server) is not client:
                 return  # reconnected: the old stream died with its connection

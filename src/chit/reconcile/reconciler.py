@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from chit import clock
+from chit.clock import Clock, current_clock, parse_iso
 from chit.receipts import (
     Event,
     LifecycleState,
@@ -75,22 +75,31 @@ class Reconciler:
         pool: ConnectionPool,
         inbox: LegacyInbox,
         tg: TaskGroup,
+        *,
+        clock: Clock | None = None,
     ) -> None:
-        """Wire the parts; checks started by ``run``/``kick`` live in ``tg``."""
+        """Wire the parts; checks started by ``run``/``kick`` live in ``tg``.
+
+        The schedule (due times, hint pulls, held-back receipts, the idle tick) runs on
+        ``clock``.
+        """
+        self.clock = clock or current_clock()
         self.writer = writer
         self.store = writer.store
         self.handles = handles
         self.pool = pool
         self.inbox = inbox
-        self.push = PushSubscriptions(pool, tg)
+        self.push = PushSubscriptions(pool, tg, clock=self.clock)
         self.digest_key = handles.vault.digest_key()
         self._tg = tg
         self._inflight: set[str] = set()
+        self._settled = anyio.Event()  # set while nothing is in flight (see ``idle``)
+        self._settled.set()
         self._queued: dict[str, str] = {}  # receipt id → server, while waiting for a slot
         self._again: set[str] = set()
         self._hinted: set[str] = set()
         self._wake = anyio.Event()
-        self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (anyio time)
+        self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (monotonic)
         self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
         self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
         self.checks = 0
@@ -142,17 +151,17 @@ class Reconciler:
 
     def _pull(self, receipt_id: str, next_check_at: str | None) -> None:
         """Bring a receipt's next check to within ``HINT_PULL_S`` (in memory, no write)."""
-        soon = clock.now() + timedelta(seconds=HINT_PULL_S)
-        if next_check_at is not None and clock.parse_iso(next_check_at) <= soon:
+        soon = self.clock.now() + timedelta(seconds=HINT_PULL_S)
+        if next_check_at is not None and parse_iso(next_check_at) <= soon:
             return  # the schedule already checks it soon enough
-        deadline = anyio.current_time() + HINT_PULL_S
+        deadline = self.clock.monotonic() + HINT_PULL_S
         if self._pulled.get(receipt_id, deadline + 1) > deadline:
             self._pulled[receipt_id] = deadline
 
     def _due_pulls(self) -> list[str]:
         if not self._pulled:
             return []
-        now = anyio.current_time()
+        now = self.clock.monotonic()
         due = [rid for rid, at in self._pulled.items() if at <= now]
         for rid in due:
             del self._pulled[rid]
@@ -160,9 +169,9 @@ class Reconciler:
 
     # --- schedule -----------------------------------------------------------------------
 
-    def due_ids(self, limit: int = 1000) -> list[str]:
-        """Receipts to check now: live ones past ``next_check_at`` and unretrieved results."""
-        return self.store.receipts.due_ids(clock.now(), limit)
+    def due_ids(self, limit: int = 1000, *, at: datetime | None = None) -> list[str]:
+        """Receipts due now (or ``at``): live ones past ``next_check_at``, unretrieved results."""
+        return self.store.receipts.due_ids(at or self.clock.now(), limit)
 
     def live_ids(self) -> list[str]:
         """Every receipt that still needs the server: live, or terminal without its result.
@@ -183,21 +192,31 @@ class Reconciler:
                 if source is not ObservationSource.POLL:
                     self._again.add(rid)
                 continue
+            if not self._inflight:
+                self._settled = anyio.Event()
             self._inflight.add(rid)
             self._tg.start_soon(self._check_loop, rid, source)
 
     async def run(self, stop: anyio.Event, *, keep_going: Any = None) -> None:
         """Reconcile until ``stop`` is set (or ``keep_going()`` returns False)."""
-        while not stop.is_set():
-            if keep_going is not None and not keep_going():
-                return
-            hinted, self._hinted = self._hinted, set()
-            self.kick(hinted, ObservationSource.NOTIFICATION)
-            self.kick(self.due_ids(), ObservationSource.POLL)
-            self.kick(self._due_pulls(), ObservationSource.POLL)
-            self._wake = anyio.Event()
-            with anyio.move_on_after(IDLE_TICK_S):
-                await self._wake.wait()
+
+        async def wake_on_stop() -> None:
+            await stop.wait()
+            self._wake.set()  # stop now, not at the next tick
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wake_on_stop)
+            while not stop.is_set():
+                if keep_going is not None and not keep_going():
+                    break
+                hinted, self._hinted = self._hinted, set()
+                self.kick(hinted, ObservationSource.NOTIFICATION)
+                self.kick(self.due_ids(), ObservationSource.POLL)
+                self.kick(self._due_pulls(), ObservationSource.POLL)
+                self._wake = anyio.Event()
+                with self.clock.move_on_after(IDLE_TICK_S):
+                    await self._wake.wait()
+            tg.cancel_scope.cancel()
 
     async def check_all(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Check each receipt once and wait for every check to finish."""
@@ -208,7 +227,7 @@ class Reconciler:
     async def idle(self) -> None:
         """Wait until no background check is in flight."""
         while self._inflight:
-            await anyio.sleep(0.02)
+            await self._settled.wait()
 
     # --- one check ------------------------------------------------------------------------
 
@@ -221,6 +240,8 @@ class Reconciler:
                 await self._guarded(rid, ObservationSource.NOTIFICATION)
         finally:
             self._inflight.discard(rid)
+            if not self._inflight:
+                self._settled.set()
 
     async def _guarded(self, rid: str, source: ObservationSource) -> None:
         try:
@@ -232,14 +253,14 @@ class Reconciler:
             _until, failures = self._held.get(rid, (0.0, 0))
             failures += 1
             delay = min(HOLD_CEILING_S, HOLD_FLOOR_S * 2 ** min(failures - 1, 10))
-            self._held[rid] = (anyio.current_time() + delay, failures)
+            self._held[rid] = (self.clock.monotonic() + delay, failures)
             log.exception("check of %s failed (next try in %.1f s)", rid, delay)
         else:
             self._held.pop(rid, None)
 
     def _is_held(self, rid: str) -> bool:
         held = self._held.get(rid)
-        return held is not None and held[0] > anyio.current_time()
+        return held is not None and held[0] > self.clock.monotonic()
 
     async def check(
         self, receipt_id: str, source: ObservationSource = ObservationSource.POLL

@@ -26,7 +26,7 @@ from datetime import timedelta
 
 import anyio
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.receipts import Event, Observation, Receipt, apply
 from chit.reconcile.boundary import carries_text, redact_events
 from chit.redaction import Redactor
@@ -84,6 +84,7 @@ class ReceiptWriter:
         max_batch: int = MAX_BATCH,
         redactor: RedactorFor | None = None,
         digest_key: bytes | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """Write through ``store``; ``on_change`` hears every committed change.
 
@@ -91,11 +92,15 @@ class ReceiptWriter:
         transaction (the benchmark's "before" figures). ``redactor`` gives each receipt's
         redactor (its handle, its server's secrets); ``digest_key`` derives the keys of
         input requests whose server key holds a secret (``boundary.derived_key``).
+        ``clock`` dates the folds and the schedule, and times the batch window (so a test
+        on a manual clock steps through it like any other wait).
         """
         self.store = store
         self.redactor = redactor
         self.digest_key = digest_key
+        self.clock = clock or current_clock()
         self._on_change = on_change
+        self._changed: dict[str, anyio.Event] = {}
         self._rng = random.Random()
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
@@ -104,8 +109,18 @@ class ReceiptWriter:
         self.transactions = 0
         self.skipped = 0
 
+    async def wait_change(self, receipt_id: str) -> None:
+        """Wait for the next change of ``receipt_id`` committed through this writer."""
+        event = self._changed.get(receipt_id)
+        if event is None:
+            event = self._changed[receipt_id] = anyio.Event()
+        await event.wait()
+
     def notify(self, before: Receipt | None, after: Receipt, changes: tuple[str, ...]) -> None:
         """Tell the subscriber about a change (its exceptions never reach the engine)."""
+        waiting = self._changed.pop(after.receipt_id, None)
+        if waiting is not None:
+            waiting.set()
         if self._on_change is None:
             return
         try:
@@ -180,7 +195,7 @@ class ReceiptWriter:
                 # Shielded: once a write is queued it is written, even if its check is
                 # cancelled (the others in the batch must not be orphaned).
                 with anyio.CancelScope(shield=True):
-                    await anyio.sleep(self.batch_window_s)
+                    await self.clock.sleep(self.batch_window_s)
                     while self._queue:
                         batch = self._queue[: self.max_batch]
                         del self._queue[: self.max_batch]
@@ -242,7 +257,7 @@ class ReceiptWriter:
         """Fold and write one receipt inside the caller's transaction."""
         item.notice = None
         before = self._current(item)
-        now = clock.now()
+        now = self.clock.now()
         current = before
         observations: list[Observation] = []
         changes: list[str] = []
@@ -277,7 +292,7 @@ class ReceiptWriter:
         nxt = after.next_check_at
         if nxt is None or after.is_terminal or nxt == before.next_check_at:
             return after
-        span = (nxt - clock.now()).total_seconds()
+        span = (nxt - self.clock.now()).total_seconds()
         if span <= 0:
             return after
         # Only later, never sooner: the floor of the poll interval stays a floor.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from mcp_types import ElicitResult
 
+from chit.clock import Clock, current_clock
 from chit.errors import Conflict, NotFound, UsageError
 from chit.receipts import (
     AnswerStatus,
@@ -36,6 +36,13 @@ from chit.runtime.servers import connect, typed_error
 from chit.servers.tools import ServerUnreachable
 from chit.tasks.client import TaskClient, TaskError
 
+MOVE_ON_POLL_S = 0.1
+"""After a 2025 answer, how often the task is checked until the server moves on."""
+
+RE_READ_S = 0.5
+"""While an answer waits for its prompt, how often the store is re-read for writes of
+other processes (this process's own writes wake the wait at once)."""
+
 
 class Answers:
     """Validates answers against their request's schema and delivers them."""
@@ -47,8 +54,11 @@ class Answers:
         pool: ConnectionPool,
         inbox: LegacyInbox,
         reconciler: Reconciler,
+        *,
+        clock: Clock | None = None,
     ) -> None:
-        """Wire the parts."""
+        """Wire the parts; the bounded waits for a 2025 server run on ``clock``."""
+        self.clock = clock or current_clock()
         self.writer = writer
         self.store = writer.store
         self.handles = handles
@@ -119,13 +129,16 @@ class Answers:
         if not self.inbox.watching(rid):
             await connect(self.pool, receipt.server)
             self.inbox.ensure_watch(receipt, task_id)
-        with anyio.move_on_after(self.inbox.redeliver_wait_s + 5):
+        # This process's watcher records the answer through the same writer: wait for
+        # that write (re-reading now and then: another process may end the task).
+        with self.clock.move_on_after(self.inbox.redeliver_wait_s + 5):
             while True:
                 current = self.store.receipts.require(rid)
                 request = current.input_request(key)
                 if request is None or not request.is_pending or current.is_terminal:
                     break
-                await anyio.sleep(0.05)
+                with self.clock.move_on_after(RE_READ_S):
+                    await self.writer.wait_change(rid)
         current = self.store.receipts.require(rid)
         request = current.input_request(key)
         if request is not None and request.answer_status is AnswerStatus.LOST:
@@ -137,9 +150,9 @@ class Answers:
             raise ServerUnreachable(f"the server did not take the answer to {key!r} in time")
         # The reply leaves with the callback's return; see the server move on before this
         # process may exit and close the connection under it.
-        with anyio.move_on_after(self.inbox.redeliver_wait_s):
+        with self.clock.move_on_after(self.inbox.redeliver_wait_s):
             while current.state is LifecycleState.INPUT_REQUIRED and not current.pending_inputs:
-                await anyio.sleep(0.1)
+                await self.clock.sleep(MOVE_ON_POLL_S)
                 current = await self.reconciler.check(rid, ObservationSource.ANSWER) or current
         return current
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.errors import UsageError
 from chit.receipts import (
     HandleRef,
@@ -72,8 +72,10 @@ class Calls:
         *,
         owner: str,
         sending: set[str],
+        clock: Clock | None = None,
     ) -> None:
         """Wire the parts; ``owner`` is recorded on every intent this process sends."""
+        self.clock = clock or current_clock()
         self.store = store
         self.pool = pool
         self.handles = handles
@@ -116,7 +118,7 @@ class Calls:
         check_expression(accept_if)
         args = dict(arguments or {})
         await connect(self.pool, server)  # connect first: nothing is sent before the intent
-        now = clock.now()
+        now = self.clock.now()
         intent = new_intent(
             request_key=new_request_key(now),
             server=server,
@@ -155,7 +157,7 @@ class Calls:
             raise typed_error(exc, "the server refused the call") from exc
         finally:
             self.sending.discard(key)
-        now = clock.now()
+        now = self.clock.now()
         rid = new_receipt_id(now)
         if isinstance(started, TaskHandle):
             return self._record_task(intent, started, rid, accept_if)
@@ -198,7 +200,7 @@ class Calls:
             receipt_id=rid,
             protocol=protocol,
             created=created,
-            now=clock.now(),
+            now=self.clock.now(),
             handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
             acceptance_check=accept_if,
             acceptance_required=accept_if is not None,

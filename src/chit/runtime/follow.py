@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import anyio
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.receipts import ObservationSource, Receipt, RetrievalCondition
 from chit.receipts.decisions import needs_user
 from chit.reconcile import Reconciler
@@ -17,8 +19,11 @@ POLL_S = 0.1
 class Follower:
     """Follows receipts, checking them itself when it may hold the lease."""
 
-    def __init__(self, reconciler: Reconciler, keeper: LeaseKeeper) -> None:
-        """Wire the parts."""
+    def __init__(
+        self, reconciler: Reconciler, keeper: LeaseKeeper, *, clock: Clock | None = None
+    ) -> None:
+        """Wire the parts; due times and the re-read pace run on ``clock``."""
+        self.clock = clock or current_clock()
         self.reconciler = reconciler
         self.store = reconciler.store
         self.keeper = keeper
@@ -53,16 +58,17 @@ class Follower:
     async def _follow(self, rid: str, active: bool) -> Receipt:
         while True:
             r = self.store.receipts.require(rid)
-            if settled(r):
+            now = self.clock.now()
+            if settled(r, now):
                 return r
-            due = r.next_check_at is None or r.next_check_at <= clock.now()
+            due = r.next_check_at is None or r.next_check_at <= now
             if active and self.keeper.held and due:
                 await self.reconciler.check(rid, ObservationSource.POLL)
                 continue
-            await anyio.sleep(POLL_S)
+            await self.clock.sleep(POLL_S)
 
 
-def settled(r: Receipt) -> bool:
+def settled(r: Receipt, now: datetime) -> bool:
     """True when following ``r`` further cannot change anything without a person."""
     if r.retrieval in (
         RetrievalCondition.VANISHED,
@@ -76,4 +82,4 @@ def settled(r: Receipt) -> bool:
         return True
     # Whatever else waits for a person (input, a decision after many failed checks)
     # ends the follow too: chit cannot move it on alone.
-    return bool(r.pending_inputs) or needs_user(r, clock.now())
+    return bool(r.pending_inputs) or needs_user(r, now)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chit import clock
+from chit.clock import Clock, current_clock
 from chit.errors import Conflict, NotFound, UsageError
 from chit.receipts import IntentState, Receipt
 from chit.runtime import owners
@@ -32,6 +32,7 @@ class IntentRecovery:
         token: str,
         grace_s: float,
         remote_wait_s: float,
+        clock: Clock | None = None,
     ) -> None:
         """Wire the parts.
 
@@ -42,7 +43,9 @@ class IntentRecovery:
             token: this Supervisor's owner token (``chit.runtime.owners``).
             grace_s: a ``sending`` intent younger than this is never resumed.
             remote_wait_s: how long a sender on another host is presumed waiting.
+            clock: judges the intents' ages.
         """
+        self.clock = clock or current_clock()
         self.store = store
         self.calls = calls
         self.bus = bus
@@ -56,7 +59,7 @@ class IntentRecovery:
         An intent that moved on meanwhile (a lost race) is skipped. Returns how many
         intents became ``unknown``.
         """
-        now = clock.now()
+        now = self.clock.now()
         count = 0
         senders = self.store.intents.owners(IntentState.SENDING)
         for intent in self.store.intents.list(IntentState.SENDING):

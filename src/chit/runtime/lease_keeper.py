@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import anyio
 
+from chit.clock import Clock, current_clock
 from chit.reconcile import Lease
 from chit.store.errors import StoreError
 
@@ -21,10 +22,11 @@ log = logging.getLogger("chit.runtime")
 class LeaseKeeper:
     """Takes, refreshes and gives back one :class:`Lease`, surviving store errors."""
 
-    def __init__(self, lease: Lease, *, heartbeat_s: float) -> None:
-        """Keep ``lease``, beating every ``heartbeat_s`` while held."""
+    def __init__(self, lease: Lease, *, heartbeat_s: float, clock: Clock | None = None) -> None:
+        """Keep ``lease``, beating every ``heartbeat_s`` of ``clock`` while held."""
         self.lease = lease
         self.heartbeat_s = heartbeat_s
+        self.clock = clock or current_clock()
 
     @property
     def held(self) -> bool:
@@ -57,7 +59,7 @@ class LeaseKeeper:
     async def heartbeat(self, stop: anyio.Event, on_beat: Callable[[], None] | None = None) -> None:
         """Beat until ``stop`` is set or the lease is taken over; ``on_beat`` after each."""
         while not stop.is_set() and self.lease.held:
-            with anyio.move_on_after(self.heartbeat_s):
+            with self.clock.move_on_after(self.heartbeat_s):
                 await stop.wait()
             if stop.is_set():
                 return

@@ -92,7 +92,7 @@ class ReconcileLoop:
         keeper = self.keeper
         while not stop.is_set():
             if not keeper.try_acquire():
-                with anyio.move_on_after(keeper.heartbeat_s):
+                with keeper.clock.move_on_after(keeper.heartbeat_s):
                     await stop.wait()
                 continue
             log.info("reconciler lease acquired by %s", keeper.lease.owner)

@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from chit.clock import Clock, current_clock
 from chit.home import Home
 from chit.receipts import AcceptanceState, Intent, Receipt
 from chit.reconcile import (
@@ -72,11 +73,13 @@ class Supervisor:
         resolve: SpecResolver,
         tg: TaskGroup,
         options: SupervisorOptions,
+        clock: Clock | None = None,
     ) -> None:
         """Wire an already opened store and unlocked vault (use ``Supervisor.open``)."""
         self.home = home
         self.store = store
         self.options = options
+        self.clock = clock = clock or current_clock()
         self.bus = EventBus()
         self.handles = HandleBook(store, vault)
         self.writer = ReceiptWriter(
@@ -84,9 +87,10 @@ class Supervisor:
             self.bus.receipt_changed,
             redactor=self.handles.redactor,
             digest_key=vault.digest_key(),
+            clock=clock,
         )
         self._tg = tg
-        self.pool = ConnectionPool(resolve, tg, options.client, on_hint=self._on_hint)
+        self.pool = ConnectionPool(resolve, tg, options.client, on_hint=self._on_hint, clock=clock)
         self.inbox = LegacyInbox(
             self.writer,
             self.pool,
@@ -94,10 +98,16 @@ class Supervisor:
             answer_wait_s=options.answer_wait_s,
             redeliver_wait_s=options.redeliver_wait_s,
             digest_key=vault.digest_key(),
+            clock=clock,
         )
-        self.reconciler = Reconciler(self.writer, self.handles, self.pool, self.inbox, tg)
+        self.reconciler = Reconciler(
+            self.writer, self.handles, self.pool, self.inbox, tg, clock=clock
+        )
         self.lease = Lease(
-            store, heartbeat_s=options.heartbeat_s, stale_after_s=options.lease_stale_s
+            store,
+            heartbeat_s=options.heartbeat_s,
+            stale_after_s=options.lease_stale_s,
+            clock=clock,
         )
         self.executor: Executor | None = None  # the sidecar executor plugs in here
         self.intent_owner = owners.owner_id(self.lease.owner)
@@ -109,6 +119,7 @@ class Supervisor:
             self.writer,
             owner=self.intent_owner,
             sending=set(),
+            clock=clock,
         )
         self.intents = IntentRecovery(
             store,
@@ -117,14 +128,17 @@ class Supervisor:
             token=self.lease.owner,
             grace_s=options.intent_grace_s,
             remote_wait_s=options.client.result_timeout + options.intent_grace_s,
+            clock=clock,
         )
-        self.answers = Answers(self.writer, self.handles, self.pool, self.inbox, self.reconciler)
+        self.answers = Answers(
+            self.writer, self.handles, self.pool, self.inbox, self.reconciler, clock=clock
+        )
         self.cancels = Cancels(self.writer, self.handles, self.pool, self.reconciler)
-        self.keeper = LeaseKeeper(self.lease, heartbeat_s=options.heartbeat_s)
+        self.keeper = LeaseKeeper(self.lease, heartbeat_s=options.heartbeat_s, clock=clock)
         self.loop = ReconcileLoop(
             self.reconciler, self.inbox, self.keeper, self.intents, settle_s=options.settle_s
         )
-        self.follower = Follower(self.reconciler, self.keeper)
+        self.follower = Follower(self.reconciler, self.keeper, clock=clock)
 
     @classmethod
     @asynccontextmanager
@@ -135,8 +149,13 @@ class Supervisor:
         environ: Mapping[str, str] | None = None,
         options: SupervisorOptions | None = None,
         resolve: SpecResolver | None = None,
+        clock: Clock | None = None,
     ) -> AsyncIterator[Supervisor]:
         """Open the store, unlock the vault (exit 4 errors if it cannot) and start.
+
+        ``clock`` (default: the process's, :func:`chit.clock.current_clock`) drives every
+        schedule of the engine; a test passes a :class:`chit.clock.ManualClock` (installed
+        with :func:`chit.clock.use`, so the store's timestamps follow it too).
 
         Raises:
             KeyStoreUnavailable, DataKeyMissing: the vault cannot be unlocked.
@@ -146,7 +165,7 @@ class Supervisor:
             vault = unlock_vault(home, store, environ)
             resolver = resolve or registry_resolver(home, vault, environ)
             async with anyio.create_task_group() as tg:
-                sup = cls(home, store, vault, resolver, tg, options or SupervisorOptions())
+                sup = cls(home, store, vault, resolver, tg, options or SupervisorOptions(), clock)
                 # The sidecar's executor runs here when the home uses the sidecar.
                 sup.executor = executor_hook(home, vault, environ)
                 try:
