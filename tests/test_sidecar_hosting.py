@@ -91,28 +91,32 @@ async def test_sidecar_process_and_supervisor_apply_each_intent_once(tmp_path: P
             return apply(intent, owner)
 
         hosted.apply = counting  # type: ignore[method-assign]
-        # The sidecar process (stdio, idle client) runs its standalone executor meanwhile.
-        proc = subprocess.Popen(
-            [PYTHON, "-m", "chit", "sidecar"],
-            env=env_for(home),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        per_burst = 6 * (NOTES + 2)
         items: list[str] = []
+        # 1. The sidecar process alone (stdio, idle client) applies a first burst.
+        proc = _sidecar_process(home)
         try:
-            stop_event = anyio.Event()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(sup.run, stop_event)
-                for burst in range(8):
-                    items += await anyio.to_thread.run_sync(_burst, home, burst)
-                    await anyio.sleep(0.15)
-                with anyio.fail_after(40):
-                    while _open_intents(home):
-                        await anyio.sleep(0.1)
-                stop_event.set()
+            items += await anyio.to_thread.run_sync(_burst, home, 0)
+            await _drained(home)
         finally:
             stop(proc)
+        assert counted["supervisor"] == 0
+        stop_event = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.run, stop_event)
+            # 2. The Supervisor's hosted executor alone applies the next one.
+            items += await anyio.to_thread.run_sync(_burst, home, 1)
+            await _drained(home)
+            assert counted["supervisor"] == per_burst
+            # 3. Both at once, on the same queue: the race this test is about.
+            proc = _sidecar_process(home)
+            try:
+                for burst in range(2, 8):
+                    items += await anyio.to_thread.run_sync(_burst, home, burst)
+                await _drained(home)
+            finally:
+                stop(proc)
+            stop_event.set()
     total = len(items) * (NOTES + 2)
     with store(home) as sc:
         states = dict(sc.db.execute("SELECT state, count(*) FROM intents GROUP BY 1").fetchall())
@@ -126,8 +130,26 @@ async def test_sidecar_process_and_supervisor_apply_each_intent_once(tmp_path: P
             assert record is not None and record.status == "completed"
             assert [n.text for n in library.work.notes(item)] == [f"n{i}" for i in range(NOTES)]
         assert len(library.work.list(limit=10_000)) == len(items)
-    # Both executors took part: the split differs per run, but neither did everything.
-    assert 0 < counted["supervisor"] < total
+    # Each intent was applied exactly once, by one of the two executors.
+    assert per_burst <= counted["supervisor"] <= total - per_burst
+
+
+def _sidecar_process(home: Home) -> subprocess.Popen[bytes]:
+    """``chit sidecar`` over stdio with an idle client: its standalone executor runs."""
+    return subprocess.Popen(
+        [PYTHON, "-m", "chit", "sidecar"],
+        env=env_for(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def _drained(home: Home) -> None:
+    """Wait until no intent is open (executors in other threads and processes apply them)."""
+    with anyio.fail_after(40):
+        while _open_intents(home):
+            await anyio.sleep(0.1)
 
 
 def _burst(home: Home, burst: int) -> list[str]:

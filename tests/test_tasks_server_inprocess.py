@@ -213,9 +213,12 @@ async def test_2025_status_notifications(server: Any) -> None:
     from mcp_types import TaskStatusNotificationParams
 
     seen: list[TaskStatusNotificationParams] = []
+    completed = anyio.Event()
 
     async def on_status(params: TaskStatusNotificationParams) -> None:
         seen.append(params)
+        if params.status == "completed":
+            completed.set()
 
     class Watch(ClientExtension):
         identifier = "io.github.chit/test-watch"
@@ -232,10 +235,8 @@ async def test_2025_status_notifications(server: Any) -> None:
     async with make_client(server, "2025", extension=False, extensions=[Watch()]) as client:
         created = await create(client, "2025", "slow_compute", {"seconds": 0.2})
         await raw(client, "tasks/result", {"taskId": created["taskId"]})
-        for _ in range(50):
-            if any(p.status == "completed" for p in seen):
-                break
-            await anyio.sleep(0.05)
+        with anyio.fail_after(10):
+            await completed.wait()
     assert {p.task_id for p in seen} == {created["taskId"]}
     assert seen[-1].status == "completed"
 
@@ -244,10 +245,13 @@ async def test_2025_progress_token_lives_with_the_task(server: Any) -> None:
     from mcp_types import ProgressNotification
 
     seen: list[Any] = []
+    finished = anyio.Event()
 
     async def on_message(message: Any) -> None:
         if isinstance(message, ProgressNotification):
             seen.append(message.params)
+            if message.params.total is not None and message.params.progress >= message.params.total:
+                finished.set()  # slow_compute's last report: "finishing", steps of steps
 
     async with make_client(server, "2025", message_handler=on_message) as client:
         params = {
@@ -258,7 +262,8 @@ async def test_2025_progress_token_lives_with_the_task(server: Any) -> None:
         }
         created = (await raw(client, "tools/call", params))["task"]
         await raw(client, "tasks/result", {"taskId": created["taskId"]})
-        await anyio.sleep(0.2)
+        with anyio.fail_after(10):
+            await finished.wait()
     values = [p.progress for p in seen]
     assert len(values) >= 3 and values == sorted(set(values))
     assert {p.progress_token for p in seen} == {"tok-9"}

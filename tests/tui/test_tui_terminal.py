@@ -57,6 +57,17 @@ def _wait_for(session: str, text: str, timeout: float = 40.0) -> str:
     raise AssertionError(f"{text!r} never appeared; the pane showed:\n{pane}")
 
 
+def _wait_gone(session: str, text: str, timeout: float = 40.0) -> None:
+    deadline = time.monotonic() + timeout
+    pane = text
+    while time.monotonic() < deadline:
+        pane = _tmux("capture-pane", "-p", "-t", session)
+        if text not in pane:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never went away; the pane showed:\n{pane}")
+
+
 def test_demo_shows_live_receipts_and_the_inbox(session: str) -> None:
     _wait_for(session, "in-memory key store")  # the demo says so in a banner
     _wait_for(session, "Quarterly report")  # a work record the agent opened via the sidecar
@@ -67,10 +78,13 @@ def test_demo_shows_live_receipts_and_the_inbox(session: str) -> None:
     assert "confirm_delete" in pane
     _tmux("send-keys", "-t", session, "Enter")
     pane = _wait_for(session, "Decline")
-    # One key at a time: ESC followed at once by a key reads as Alt+key in a terminal.
-    for key in ("Escape", "Escape", "q"):
-        time.sleep(0.6)
-        _tmux("send-keys", "-t", session, key)
+    # One key at a time, each after the screen showed the last one's effect: ESC followed
+    # at once by a key reads as Alt+key in a terminal.
+    _tmux("send-keys", "-t", session, "Escape")  # closes the answer form
+    _wait_gone(session, "Decline")
+    _tmux("send-keys", "-t", session, "Escape")  # closes the inbox
+    _wait_gone(session, "Inbox: input required")
+    _tmux("send-keys", "-t", session, "q")
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
