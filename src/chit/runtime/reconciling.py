@@ -18,6 +18,7 @@ from chit.receipts import ObservationSource, RetrievalCondition
 from chit.reconcile import LegacyInbox, Reconciler
 from chit.runtime.intents import IntentRecovery
 from chit.runtime.lease_keeper import LeaseKeeper
+from chit.runtime.retention import RetentionKeeper
 from chit.store.errors import StoreError
 
 log = logging.getLogger("chit.runtime")
@@ -46,8 +47,13 @@ class ReconcileLoop:
         intents: IntentRecovery,
         *,
         settle_s: float,
+        retention: RetentionKeeper | None = None,
     ) -> None:
-        """Wire the parts; ``settle_s`` bounds a pass's wait for 2025 prompts."""
+        """Wire the parts; ``settle_s`` bounds a pass's wait for 2025 prompts.
+
+        ``retention`` runs beside the reconciler while the lease is held (once a day).
+        """
+        self.retention = retention
         self.reconciler = reconciler
         self.store = reconciler.store
         self.inbox = inbox
@@ -100,6 +106,8 @@ class ReconcileLoop:
             self.reconciler.kick(self.reconciler.live_ids(), ObservationSource.RESTART)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(keeper.heartbeat, stop, self.resume_safely)
+                if self.retention is not None:
+                    tg.start_soon(self.retention.run, stop, lambda: keeper.held)
                 await self.reconciler.run(stop, keep_going=lambda: keeper.held)
                 tg.cancel_scope.cancel()
         keeper.release()

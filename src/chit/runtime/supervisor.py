@@ -51,6 +51,7 @@ from chit.runtime.keys import unlock_vault
 from chit.runtime.lease_keeper import LeaseKeeper
 from chit.runtime.options import SupervisorOptions
 from chit.runtime.reconciling import ReconcileLoop, ReconcileReport
+from chit.runtime.retention import RetentionKeeper
 from chit.runtime.servers import registry_resolver
 from chit.runtime.sidecar_host import executor_hook
 from chit.store import Store
@@ -135,8 +136,14 @@ class Supervisor:
         )
         self.cancels = Cancels(self.writer, self.handles, self.pool, self.reconciler)
         self.keeper = LeaseKeeper(self.lease, heartbeat_s=options.heartbeat_s, clock=clock)
+        self.retention = RetentionKeeper(home, clock=clock)
         self.loop = ReconcileLoop(
-            self.reconciler, self.inbox, self.keeper, self.intents, settle_s=options.settle_s
+            self.reconciler,
+            self.inbox,
+            self.keeper,
+            self.intents,
+            settle_s=options.settle_s,
+            retention=self.retention,
         )
         self.follower = Follower(self.reconciler, self.keeper, clock=clock)
 

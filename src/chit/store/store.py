@@ -22,6 +22,7 @@ from chit.store.meta_repo import MetaRepository
 from chit.store.migrations import migrate
 from chit.store.observation_repo import ObservationRepository
 from chit.store.receipt_repo import ReceiptRepository
+from chit.store.retention import TimelineRetention
 from chit.store.work_repo import WorkRepository
 
 
@@ -38,6 +39,7 @@ class Store:
         self.intents = IntentRepository(db)
         self.work = WorkRepository(db)
         self.meta = MetaRepository(db)
+        self.retention = TimelineRetention(db, path)
 
     @classmethod
     def open(cls, home: Home, *, timeout: float = BUSY_TIMEOUT_S) -> Store:
