@@ -30,6 +30,7 @@ from chit.receipts import (
     Event,
     InputRequested,
     InputRequestSeen,
+    Receipt,
     ResultObserved,
     RetrievalFailed,
     StatusObserved,
@@ -42,6 +43,7 @@ __all__ = [
     "is_derived_key",
     "redact_event",
     "redact_events",
+    "redact_receipt",
     "redact_request",
     "server_key",
 ]
@@ -159,3 +161,48 @@ def redact_events(
 ) -> list[Event]:
     """:func:`redact_event` for each event."""
     return [redact_event(e, redactor, digest_key) for e in events]
+
+
+def redact_receipt(receipt: Receipt, redactor: Redactor, digest_key: bytes | None) -> Receipt:
+    """A stored receipt with every server-supplied text redacted (the one-time sweep).
+
+    The same fields events carry: status message, retrieval error, input requests (key,
+    message, URL, schema), outcome summary, error and structured keys, the cancel
+    refusal and the verdict's reason. Returns ``receipt`` itself when nothing changed.
+    """
+    if not redactor:
+        return receipt
+    r = redactor
+    update: dict[str, object] = {
+        "status_message": r.optional(receipt.status_message),
+        "retrieval_error": r.optional(receipt.retrieval_error),
+        "input_requests": tuple(
+            q.model_copy(
+                update={
+                    "key": _key(q.key, r, digest_key),
+                    "message": r.optional(q.message),
+                    "url": r.optional(q.url),
+                    "requested_schema": (
+                        r.value(q.requested_schema) if q.requested_schema is not None else None
+                    ),
+                }
+            )
+            for q in receipt.input_requests
+        ),
+        "cancel": receipt.cancel.model_copy(update={"reason": r.optional(receipt.cancel.reason)}),
+        "acceptance": receipt.acceptance.model_copy(
+            update={"why": r.optional(receipt.acceptance.why)}
+        ),
+    }
+    if receipt.outcome is not None:
+        o = receipt.outcome
+        keys = o.structured_keys
+        update["outcome"] = o.model_copy(
+            update={
+                "summary": r.text(o.summary),
+                "error_message": r.optional(o.error_message),
+                "structured_keys": tuple(r.text(k) for k in keys) if keys is not None else None,
+            }
+        )
+    new = receipt.model_copy(update=update)
+    return receipt if new == receipt else new

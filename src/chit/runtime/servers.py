@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
+from chit.errors import ChitError
 from chit.home import Home
-from chit.reconcile import ConnectionPool, SpecResolver
+from chit.reconcile import ConnectionPool, HandleBook, SpecResolver
+from chit.reconcile.sweep import sweep_existing
 from chit.servers import Registry
 from chit.servers.tools import ServerProtocolError, ServerUnreachable
+from chit.store import Store
+from chit.store.errors import StoreError
 from chit.tasks.client import HttpServer, ServerSpec, StdioServer, TaskClient, TaskError
 from chit.vault import Vault
+
+log = logging.getLogger("chit.runtime")
 
 
 def registry_resolver(
@@ -51,3 +58,27 @@ def typed_error(exc: TaskError, what: str) -> Exception:
     if exc.failure_class == "transient":
         return ServerUnreachable(f"{what}: {exc}")
     return ServerProtocolError(f"{what}: {exc}")
+
+
+def redact_older_rows(home: Home, store: Store, handles: HandleBook, resolve: SpecResolver) -> None:
+    """Run the one-time redaction sweep if the store needs it (``chit.reconcile.sweep``).
+
+    The registered servers are resolved first, so their sealed secrets are known to the
+    sweep too (a server that cannot be resolved now is skipped; its handles still are
+    redacted). A store error postpones the sweep to the next start.
+    """
+    if not store.rewriter.pending():
+        return
+    try:
+        names = list(Registry(home.config_path, lambda: handles.vault).servers())
+    except ChitError:
+        names = []
+    for name in names:
+        try:
+            resolve(name)
+        except Exception as exc:  # an unresolvable server: its secrets were never opened
+            log.info("redaction sweep: server %r not resolved (%s)", name, type(exc).__name__)
+    try:
+        sweep_existing(store, handles)
+    except StoreError as exc:
+        log.warning("redaction sweep postponed: %s", exc.message)

@@ -52,7 +52,7 @@ from chit.runtime.lease_keeper import LeaseKeeper
 from chit.runtime.options import SupervisorOptions
 from chit.runtime.reconciling import ReconcileLoop, ReconcileReport
 from chit.runtime.retention import RetentionKeeper
-from chit.runtime.servers import registry_resolver
+from chit.runtime.servers import redact_older_rows, registry_resolver
 from chit.runtime.sidecar_host import executor_hook
 from chit.store import Store
 from chit.vault import Vault
@@ -173,6 +173,7 @@ class Supervisor:
             resolver = resolve or registry_resolver(home, vault, environ)
             async with anyio.create_task_group() as tg:
                 sup = cls(home, store, vault, resolver, tg, options or SupervisorOptions(), clock)
+                redact_older_rows(home, store, sup.handles, resolver)
                 # The sidecar's executor runs here when the home uses the sidecar.
                 sup.executor = executor_hook(home, vault, environ)
                 try:

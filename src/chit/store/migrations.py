@@ -225,6 +225,18 @@ def m0005_timeline_repeats(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=5")
 
 
+@migrations(name="0006_redaction_pending")
+def m0006_redaction_pending(db: sqlite_utils.Database) -> None:
+    """Mark rows written before redaction at the boundary for the one-time sweep.
+
+    Only the vault knows the handles to look for, so the rewrite itself happens when a
+    process next unlocks it (``chit.reconcile.sweep``); a new, empty store needs none.
+    """
+    if fetch_one(db, "SELECT 1 FROM receipts UNION ALL SELECT 1 FROM intents LIMIT 1"):
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('redaction.pending', '1')")
+    db.execute("PRAGMA user_version=6")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""

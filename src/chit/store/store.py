@@ -23,6 +23,7 @@ from chit.store.migrations import migrate
 from chit.store.observation_repo import ObservationRepository
 from chit.store.receipt_repo import ReceiptRepository
 from chit.store.retention import TimelineRetention
+from chit.store.rewrite import TextRewriter
 from chit.store.work_repo import WorkRepository
 
 
@@ -40,6 +41,7 @@ class Store:
         self.work = WorkRepository(db)
         self.meta = MetaRepository(db)
         self.retention = TimelineRetention(db, path)
+        self.rewriter = TextRewriter(db)
 
     @classmethod
     def open(cls, home: Home, *, timeout: float = BUSY_TIMEOUT_S) -> Store:
