@@ -33,6 +33,7 @@ class Ran:
 def no_keyring_env(home: Path) -> dict[str, str]:
     """An environment with a private home and no usable OS key store."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHIT_", "DBUS_"))}
+    env["CHIT_NO_DAEMON"] = os.environ.get("CHIT_NO_DAEMON", "")  # see tests/conftest.py
     env["CHIT_HOME"] = str(home)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
     return env

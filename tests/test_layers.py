@@ -42,6 +42,19 @@ ALLOWED: dict[str, set[str]] = {
         "demo",
         "runtime",
     },
+    # The daemon process: the control socket's server side and the daemon's life.
+    "daemon": {
+        "receipts",
+        "store",
+        "vault",
+        "tasks",
+        "servers",
+        "reconcile",
+        "sidecar",
+        "demo",
+        "runtime",
+        "engine",
+    },
     "tui": {
         "receipts",
         "store",
@@ -65,6 +78,7 @@ ALLOWED: dict[str, set[str]] = {
         "demo",
         "runtime",
         "engine",
+        "daemon",
         "tui",
     },
 }

@@ -42,7 +42,8 @@ def _prompt_answer(request: InputRequest) -> dict[str, Any]:
     return answer
 
 
-async def _wait(engine: Engine, receipt: Receipt) -> Receipt:
+async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
+    """Follow ``receipt`` to its end, asking for input on a terminal (``--wait``)."""
     interactive = sys.stdin.isatty()
     while True:
         receipt = await engine.follow(receipt.receipt_id)
@@ -78,7 +79,11 @@ def call(
     as_json: bool,
 ) -> None:
     """Call TOOL on SERVER as a task and print its receipt."""
+    from chit.cli.commands_daemon import detach
+    from chit.cli.engine import use_daemon
+
     arguments = parse_arguments(args_json, pairs)
+    started: dict[str, str] = {}
 
     async def work(engine: Engine) -> Receipt:
         receipt = await engine.call(
@@ -90,11 +95,15 @@ def call(
             ttl_ms=ttl_ms,
             accept_if=accept_if,
         )
-        return await _wait(engine, receipt) if wait else receipt
+        started["id"] = receipt.receipt_id
+        return await wait_for(engine, receipt) if wait else receipt
 
-    receipt = run_engine(ctx, work)
+    try:
+        receipt = run_engine(ctx, work)
+    except KeyboardInterrupt:
+        detach(started.get("id"), use_daemon(ctx))
     print_receipt(receipt, as_json)
-    if not wait and not receipt.is_terminal:
+    if not wait and not receipt.is_terminal and not use_daemon(ctx):
         _warn_if_stdio(ctx, server)
     if wait:
         code = wait_exit_code(receipt)
@@ -103,11 +112,11 @@ def call(
 
 
 def _warn_if_stdio(ctx: click.Context, server: str) -> None:
-    """Say plainly that a stdio server's task stops with this command.
+    """Say plainly that, without the daemon, a stdio server's task stops with this command.
 
-    A stdio server is a child of the process that spawned it: when ``chit call`` exits,
-    the server (and the task it runs) goes with it, and the receipt will truthfully end
-    ``failed``. The user should know that *before* walking away.
+    A stdio server is a child of the process that spawned it: with ``--no-daemon`` that
+    is ``chit call`` itself, so when it exits the server (and the task it runs) goes
+    with it. The user should know that *before* walking away.
     """
     from chit.servers import Registry
 
@@ -117,9 +126,9 @@ def _warn_if_stdio(ctx: click.Context, server: str) -> None:
         return
     if spec.transport == "stdio":
         click.echo(
-            f"chit: note: {server} is a stdio server; it runs inside this command and its"
-            " task stops when chit exits. Use --wait to follow it here, or register the"
-            " server over HTTP (chit servers add NAME --url …) and let `chit daemon` follow it.",
+            f"chit: note: {server} is a stdio server and --no-daemon runs it inside this"
+            " command: its task stops when chit exits. Use --wait to follow it here, or"
+            " leave out --no-daemon so chit's daemon runs the server.",
             err=True,
         )
 

@@ -1,9 +1,8 @@
-"""``chit reconcile``, ``chit daemon`` and ``chit intents``: keeping receipts true."""
+"""``chit reconcile`` and ``chit intents``: keeping receipts true."""
 
 from __future__ import annotations
 
 import json
-import signal
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,7 +23,9 @@ if TYPE_CHECKING:
 def reconcile(ctx: click.Context, once: bool, as_json: bool) -> None:
     """Check live receipts against their servers (without --once: until interrupted)."""
     if not once:
-        _daemon(ctx)
+        from chit.cli.commands_daemon import run_foreground
+
+        run_foreground(ctx)
         return
 
     async def work(engine: Engine) -> ReconcileSummary:
@@ -43,42 +44,6 @@ def reconcile(ctx: click.Context, once: bool, as_json: bool) -> None:
             click.echo(f"{report.intents_unknown} call(s) with unknown outcome: see 'chit intents'")
         if report.problems:
             click.echo(f"{report.problems} receipt(s) cannot be retrieved: see 'chit receipts'")
-
-
-def _daemon(ctx: click.Context) -> None:
-    import anyio
-
-    from chit.cli.context import home_of
-    from chit.cli.engine import options_from_env
-    from chit.engine.local import LocalEngine
-
-    home = home_of(ctx).ensure()
-    settings = options_from_env()
-
-    async def main() -> None:
-        async with LocalEngine.open(home, options=settings) as engine:
-            stop = anyio.Event()
-
-            async def on_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _sig in signals:
-                        stop.set()
-                        return
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(on_signals)
-                click.echo("chit: reconciling; Ctrl-C stops", err=True)
-                await engine.supervisor.run(stop)
-                tg.cancel_scope.cancel()
-
-    anyio.run(main)
-
-
-@click.command("daemon")
-@click.pass_context
-def daemon(ctx: click.Context) -> None:
-    """Reconcile in the foreground until SIGINT/SIGTERM (one active reconciler per home)."""
-    _daemon(ctx)
 
 
 @click.group("intents", invoke_without_command=True)
@@ -146,4 +111,4 @@ def abandon(ctx: click.Context, key: str) -> None:
     click.echo(f"abandoned {key}")
 
 
-COMMANDS = [reconcile, daemon, intents]
+COMMANDS = [reconcile, intents]

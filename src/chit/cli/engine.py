@@ -50,18 +50,32 @@ def _seconds(name: str, default: str) -> float:
     return value
 
 
+def use_daemon(ctx: click.Context) -> bool:
+    """False with ``--no-daemon`` / ``CHIT_NO_DAEMON=1``: the engine runs in this process."""
+    return not (ctx.find_root().obj or {}).get("no_daemon", False)
+
+
 def run_engine(ctx: click.Context, work: Callable[[Engine], Awaitable[T]], **options: Any) -> T:
-    """Open the engine for the command's home, run ``work`` with it, close it."""
+    """Run ``work`` with the home's engine: the daemon's (started on demand), or in process.
+
+    Through the daemon every server session is shared with every other chit process of
+    the home; ``--no-daemon`` opens a Supervisor here for this one command.
+    """
     import anyio
 
-    from chit.engine.local import LocalEngine
-
     home = home_of(ctx).ensure()
-    settings = options_from_env(**options)
+    settings = options_from_env(**options)  # checked in both modes: bad settings exit 2
 
     async def main() -> T:
-        async with LocalEngine.open(home, options=settings) as engine:
-            return await work(engine)
+        if use_daemon(ctx):
+            from chit.engine.remote import RemoteEngine
+
+            async with RemoteEngine.open(home) as remote:
+                return await work(remote)
+        from chit.engine.local import LocalEngine
+
+        async with LocalEngine.open(home, options=settings) as local:
+            return await work(local)
 
     try:
         return anyio.run(main)

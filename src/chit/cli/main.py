@@ -72,12 +72,19 @@ def fail(message: str, code: ExitCode) -> None:
     envvar="CHIT_READONLY",
     help="With no command: open the TUI to look only (no answer, cancel, accept or call).",
 )
+@click.option(
+    "--no-daemon",
+    is_flag=True,
+    envvar="CHIT_NO_DAEMON",
+    help="Run the engine in this process instead of asking the home's daemon (scripts, tests).",
+)
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, readonly: bool) -> None:
+def cli(ctx: click.Context, home: str | None, readonly: bool, no_daemon: bool) -> None:
     """chit: durable work receipts for MCP tasks. With no command, opens the TUI."""
     ctx.ensure_object(dict)
     ctx.obj["home"] = home
     ctx.obj["readonly"] = readonly
+    ctx.obj["no_daemon"] = no_daemon
     if ctx.invoked_subcommand is None:
         from chit.cli.commands_open import open_default
 

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup
 
+from chit.engine._groups import sole_error
 from chit.engine.feed import ChangeFeed
 from chit.engine.models import (
     EngineEvent,
@@ -66,17 +67,20 @@ class LocalEngine:
         Raises:
             KeyStoreUnavailable, DataKeyMissing: the vault cannot be unlocked (exit 4).
         """
-        async with (
-            Supervisor.open(home, environ=environ, options=options, resolve=resolve) as sup,
-            anyio.create_task_group() as tg,
-        ):
-            engine = cls(sup, tg)
-            if run:
-                tg.start_soon(sup.run, engine._stop)
-            try:
-                yield engine
-            finally:
-                engine.close()
+        try:
+            async with (
+                Supervisor.open(home, environ=environ, options=options, resolve=resolve) as sup,
+                anyio.create_task_group() as tg,
+            ):
+                engine = cls(sup, tg)
+                if run:
+                    tg.start_soon(sup.run, engine._stop)
+                try:
+                    yield engine
+                finally:
+                    engine.close()
+        except BaseExceptionGroup as group:
+            raise sole_error(group) from None
 
     def close(self) -> None:
         """Stop the feed's watcher (and ``run``, when started by :meth:`open`)."""

@@ -6,7 +6,14 @@ that needs the time takes ``now`` as a parameter.
 """
 
 from chit.receipts.create import open_receipt, sync_receipt
-from chit.receipts.decisions import Action, Actor, Decision, needs_user, next_safe_decision
+from chit.receipts.decisions import (
+    Action,
+    Actor,
+    Decision,
+    follow_done,
+    needs_user,
+    next_safe_decision,
+)
 from chit.receipts.digest import (
     args_digest,
     canonical_json,
@@ -131,6 +138,7 @@ __all__ = [
     "classify_unknown_task",
     "effective_poll_ms",
     "expiry",
+    "follow_done",
     "freshness",
     "id_time",
     "is_done",

@@ -24,7 +24,7 @@ from chit.receipts.states import (
     TaskProtocol,
 )
 
-__all__ = ["Action", "Actor", "Decision", "needs_user", "next_safe_decision"]
+__all__ = ["Action", "Actor", "Decision", "follow_done", "needs_user", "next_safe_decision"]
 
 
 class Actor(StrEnum):
@@ -118,6 +118,25 @@ def next_safe_decision(receipt: Receipt, now: datetime) -> Decision:
 def needs_user(receipt: Receipt, now: datetime) -> bool:
     """True when the next safe decision belongs to a person (the TUI's attention list)."""
     return next_safe_decision(receipt, now).actor is Actor.USER
+
+
+def follow_done(r: Receipt, now: datetime) -> bool:
+    """True when following a receipt (``chit call --wait``, ``chit follow``) should stop.
+
+    It ended (and its result is in, or will never come), is lost, or waits for a person
+    (input, or a decision after many failed checks): chit cannot move it on alone.
+    """
+    if r.retrieval in (
+        RetrievalCondition.VANISHED,
+        RetrievalCondition.EXPIRED,
+        RetrievalCondition.INCOMPATIBLE,
+    ):
+        return True
+    if r.is_terminal and (
+        r.outcome is not None or r.next_check_at is None or r.state is LifecycleState.CANCELLED
+    ):
+        return True
+    return bool(r.pending_inputs) or needs_user(r, now)
 
 
 def _lost_or_unreadable(r: Receipt, now: datetime) -> Decision | None:

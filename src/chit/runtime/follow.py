@@ -7,8 +7,7 @@ from datetime import datetime
 import anyio
 
 from chit.clock import Clock, current_clock
-from chit.receipts import ObservationSource, Receipt, RetrievalCondition
-from chit.receipts.decisions import needs_user
+from chit.receipts import ObservationSource, Receipt, follow_done
 from chit.reconcile import Reconciler
 from chit.runtime.lease_keeper import LeaseKeeper
 
@@ -70,16 +69,4 @@ class Follower:
 
 def settled(r: Receipt, now: datetime) -> bool:
     """True when following ``r`` further cannot change anything without a person."""
-    if r.retrieval in (
-        RetrievalCondition.VANISHED,
-        RetrievalCondition.EXPIRED,
-        RetrievalCondition.INCOMPATIBLE,
-    ):
-        return True
-    if r.is_terminal and (
-        r.outcome is not None or r.next_check_at is None or r.state.value == "cancelled"
-    ):
-        return True
-    # Whatever else waits for a person (input, a decision after many failed checks)
-    # ends the follow too: chit cannot move it on alone.
-    return bool(r.pending_inputs) or needs_user(r, now)
+    return follow_done(r, now)

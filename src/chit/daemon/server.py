@@ -1,0 +1,310 @@
+"""The control socket's server side: accept, check the peer, dispatch to the engine.
+
+Every connection must be this user's (kernel-reported uid) and must begin with
+``hello``. Requests then run concurrently. An *action* (call, answer, cancel, ...) runs
+in the daemon's task group, not the connection's: a client that goes away (Ctrl-C)
+never cancels a call half-way, which would leave an intent in flight; its reply is
+simply dropped. Subscriptions belong to their connection and end with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+from pydantic import BaseModel, ValidationError
+
+from chit.daemon.peer import peer_of
+from chit.engine import rpc
+from chit.engine.local import LocalEngine
+from chit.errors import ChitError
+
+log = logging.getLogger("chit.daemon")
+
+HELLO_WAIT_S = 10.0
+"""A connection that says nothing for this long after connecting is closed."""
+
+Handler = Callable[[Any, "Connection"], Awaitable[Any]]
+
+
+class Connection:
+    """One client: its stream, its subscriptions, and a lock that keeps frames whole."""
+
+    def __init__(self, stream: SocketStream, tg: TaskGroup, number: int) -> None:
+        self.stream = stream
+        self.reader = BufferedByteReceiveStream(stream)
+        self.tg = tg
+        self.number = number
+        self.greeted = False
+        self.compatible = True
+        self.subscriptions: dict[str, anyio.CancelScope] = {}
+        self._lock = anyio.Lock()
+        self.closed = False
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        """Write one frame (dropped when the client is gone)."""
+        if self.closed:
+            return
+        data = rpc.encode(frame)
+        async with self._lock:
+            try:
+                await self.stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self.closed = True
+
+
+class ControlServer:
+    """Serves one LocalEngine on a listener until the daemon stops."""
+
+    def __init__(
+        self,
+        engine: LocalEngine,
+        hello: Callable[[], rpc.HelloResult],
+        status: Callable[[int], Awaitable[rpc.DaemonStatus]],
+        stop: anyio.Event,
+        actions: TaskGroup,
+    ) -> None:
+        """Dispatch to ``engine``; ``actions`` is the daemon-wide group actions run in."""
+        self.engine = engine
+        self._hello = hello
+        self._status = status
+        self._stop = stop
+        self._actions = actions
+        self.clients = 0
+        self._numbers = 0
+        self._handlers: dict[str, Handler] = {
+            "call": self._call,
+            "answer": self._answer,
+            "cancel": self._cancel,
+            "accept": self._accept,
+            "reject": self._reject,
+            "receipt": self._receipt,
+            "tools": self._tools,
+            "servers": self._servers,
+            "reconcile": self._reconcile,
+            "intent.retry": self._retry,
+            "intent.abandon": self._abandon,
+            "events.subscribe": self._subscribe,
+            "events.unsubscribe": self._unsubscribe,
+            "daemon.status": self._daemon_status,
+            "daemon.stop": self._daemon_stop,
+        }
+
+    async def serve(self, listener: SocketListener) -> None:
+        """Accept connections until cancelled."""
+        async with listener:
+            await listener.serve(self._connection)
+
+    # --- one connection ---------------------------------------------------------------
+
+    async def _connection(self, stream: SocketStream) -> None:
+        async with stream:
+            raw = stream.extra(SocketAttribute.raw_socket)
+            try:
+                peer = peer_of(raw)
+            except OSError as exc:
+                log.warning("refused a connection: cannot tell who it is (%s)", exc)
+                return
+            if peer.uid != os.getuid():
+                log.warning("refused a connection from uid %s (pid %s)", peer.uid, peer.pid)
+                return
+            self._numbers += 1
+            self.clients += 1
+            try:
+                async with anyio.create_task_group() as tg:
+                    conn = Connection(stream, tg, self._numbers)
+                    await self._read(conn)
+                    tg.cancel_scope.cancel()
+            finally:
+                self.clients -= 1
+
+    async def _read(self, conn: Connection) -> None:
+        while True:
+            try:
+                if conn.greeted:
+                    line = await conn.reader.receive_until(b"\n", rpc.MAX_FRAME)
+                else:
+                    with anyio.fail_after(HELLO_WAIT_S):
+                        line = await conn.reader.receive_until(b"\n", rpc.MAX_FRAME)
+            except TimeoutError:
+                log.info("client %d said nothing; closed", conn.number)
+                return
+            except anyio.DelimiterNotFound:
+                log.warning(
+                    "client %d sent a frame over %d bytes; closed", conn.number, rpc.MAX_FRAME
+                )
+                await conn.send(rpc.error(None, rpc.INVALID_REQUEST, "frame too large"))
+                return
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+                return
+            try:
+                frame = rpc.decode(line)
+            except ValueError as exc:
+                await conn.send(rpc.error(None, rpc.PARSE_ERROR, str(exc)[:200]))
+                continue
+            if frame.method is None or frame.id is None:
+                continue  # a response or a notification: nothing the daemon expects
+            if not conn.greeted:
+                if frame.method != "hello":
+                    await conn.send(rpc.error(frame.id, rpc.HELLO_REQUIRED, "say hello first"))
+                    return
+                await self._dispatch(conn, frame)
+                continue
+            if frame.method in ("events.subscribe", "events.unsubscribe", "daemon.status"):
+                conn.tg.start_soon(self._dispatch, conn, frame)
+            else:
+                self._actions.start_soon(self._dispatch, conn, frame)
+
+    async def _dispatch(self, conn: Connection, frame: rpc.Frame) -> None:
+        method = rpc.METHODS.get(frame.method or "")
+        if method is None:
+            await conn.send(
+                rpc.error(frame.id, rpc.METHOD_NOT_FOUND, f"no method {frame.method!r}")
+            )
+            return
+        try:
+            params = method.params.model_validate(frame.params or {})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            await conn.send(rpc.error(frame.id, rpc.INVALID_PARAMS, problems[:500]))
+            return
+        try:
+            if frame.method == "hello":
+                value: Any = self._hello_for(conn, params)
+            elif not conn.compatible:
+                raise ChitError("protocol mismatch: run `chit daemon restart`")
+            else:
+                value = await self._handlers[method.name](params, conn)
+        except ChitError as exc:
+            await conn.send(rpc.chit_error(frame.id, exc))
+            return
+        except Exception as exc:  # a bug: the client gets one line, the log the details
+            log.exception("request %s failed", method.name)
+            await conn.send(
+                rpc.error(
+                    frame.id,
+                    rpc.INTERNAL_ERROR,
+                    f"internal error in chit's daemon: {type(exc).__name__}: {exc}"[:300]
+                    + " (see logs/daemon.log)",
+                    {"exit_code": 1, "type": type(exc).__name__},
+                )
+            )
+            return
+        await conn.send(rpc.result(frame.id, method, value))
+
+    def _hello_for(self, conn: Connection, params: BaseModel) -> rpc.HelloResult:
+        assert isinstance(params, rpc.HelloParams)
+        conn.greeted = True
+        conn.compatible = params.protocol == rpc.PROTOCOL_VERSION
+        if not conn.compatible:
+            log.warning(
+                "client %d speaks protocol %d (chit %s); this daemon speaks %d",
+                conn.number,
+                params.protocol,
+                params.chit_version,
+                rpc.PROTOCOL_VERSION,
+            )
+        return self._hello()
+
+    # --- methods ------------------------------------------------------------------------
+
+    async def _call(self, p: rpc.CallParams, _: Connection) -> Any:
+        return await self.engine.call(
+            p.server,
+            p.tool,
+            p.arguments,
+            purpose=p.purpose,
+            work_ref=p.work_ref,
+            ttl_ms=p.ttl_ms,
+            accept_if=p.accept_if,
+        )
+
+    async def _answer(self, p: rpc.AnswerParams, _: Connection) -> Any:
+        return await self.engine.answer(
+            p.receipt_id, p.key, p.content, decline=p.decline, cancel=p.cancel
+        )
+
+    async def _cancel(self, p: rpc.ReceiptParams, _: Connection) -> Any:
+        return await self.engine.cancel(p.receipt_id)
+
+    async def _accept(self, p: rpc.DecideParams, _: Connection) -> Any:
+        return await self.engine.accept(p.receipt_id, p.why)
+
+    async def _reject(self, p: rpc.DecideParams, _: Connection) -> Any:
+        return await self.engine.reject(p.receipt_id, p.why or "")
+
+    async def _receipt(self, p: rpc.ReceiptParams, _: Connection) -> Any:
+        return await self.engine.receipt(p.receipt_id)
+
+    async def _tools(self, p: rpc.ToolsParams, _: Connection) -> Any:
+        return await self.engine.tools(p.server, timeout=p.timeout)
+
+    async def _servers(self, _p: rpc.NoParams, _: Connection) -> Any:
+        return await self.engine.servers()
+
+    async def _reconcile(self, _p: rpc.NoParams, _: Connection) -> Any:
+        return await self.engine.reconcile_now()
+
+    async def _retry(self, p: rpc.RetryParams, _: Connection) -> Any:
+        return await self.engine.retry_intent(
+            p.request_key, p.arguments, ttl_ms=p.ttl_ms, accept_if=p.accept_if
+        )
+
+    async def _abandon(self, p: rpc.IntentParams, _: Connection) -> Any:
+        await self.engine.abandon_intent(p.request_key)
+
+    async def _daemon_status(self, _p: rpc.NoParams, _: Connection) -> Any:
+        return await self._status(self.clients)
+
+    async def _daemon_stop(self, _p: rpc.NoParams, _: Connection) -> Any:
+        log.info("stop requested by a client")
+        self._stop.set()
+
+    async def _subscribe(self, p: rpc.SubscribeParams, conn: Connection) -> Any:
+        if p.subscription in conn.subscriptions:
+            raise ChitError(f"subscription {p.subscription!r} exists already")
+        rid = None
+        if p.receipt_id is not None:
+            rid = (await self.engine.receipt(p.receipt_id)).receipt_id
+        scope: anyio.CancelScope = await conn.tg.start(self._pump, conn, p, rid)
+        conn.subscriptions[p.subscription] = scope
+        return rpc.SubscribeResult(receipt_id=rid)
+
+    async def _pump(
+        self,
+        conn: Connection,
+        p: rpc.SubscribeParams,
+        rid: str | None,
+        *,
+        task_status: anyio.abc.TaskStatus[anyio.CancelScope],
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            async with self.engine.events(receipt_id=rid, since=p.since) as stream:
+                task_status.started(scope)
+                async for event in stream:
+                    await conn.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "event",
+                            "params": {
+                                "subscription": p.subscription,
+                                "event": event.model_dump(mode="json"),
+                            },
+                        }
+                    )
+                    if conn.closed:
+                        return
+        conn.subscriptions.pop(p.subscription, None)
+
+    async def _unsubscribe(self, p: rpc.UnsubscribeParams, conn: Connection) -> Any:
+        scope = conn.subscriptions.pop(p.subscription, None)
+        if scope is not None:
+            scope.cancel()

@@ -1,0 +1,167 @@
+"""Helpers for tests that run chit's daemon: environments, processes, clean-up checks.
+
+The suite runs with ``CHIT_NO_DAEMON=1`` (tests/conftest.py) so single-process tests keep
+their in-process engine; daemon tests take it out of their environment. Every daemon a
+test starts is stopped by :func:`stop_daemon` at the end, and any process it left behind
+(the daemon, a stdio server) fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from chit.engine.paths import DaemonPaths
+from chit.engine.start import lock_is_held, lock_pid
+from chit.home import Home
+
+
+@dataclass
+class Ran:
+    """A finished chit process."""
+
+    code: int
+    out: str
+    err: str
+
+
+def daemon_env(home: Path, **extra: str) -> dict[str, str]:
+    """An environment for chit commands on ``home`` that use the daemon."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
+    env.update(
+        {
+            "CHIT_HOME": str(home),
+            "CHIT_KEY_STORE": "file",
+            "CHIT_TOOLS_DIR": os.environ.get("CHIT_TOOLS_DIR", ""),
+            "CHIT_READ_TIMEOUT": "10",
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def chit(*args: str, env: dict[str, str], timeout: float = 120, stdin: str | None = None) -> Ran:
+    """Run ``python -m chit ARGS`` to completion."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "chit", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+    return Ran(proc.returncode, proc.stdout, proc.stderr)
+
+
+def children(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (Linux ``/proc``; empty elsewhere)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_gone(pids: Iterable[int], timeout: float) -> list[int]:
+    """Wait until every pid has exited; return those still alive after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    left = [p for p in pids if alive(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if alive(p)]
+    return left
+
+
+def daemon_pid(home: Path) -> int | None:
+    """The pid of the daemon holding ``home``'s lock (None when none runs)."""
+    paths = DaemonPaths(Home(home))
+    if not lock_is_held(paths.lock):
+        return None
+    return lock_pid(paths.lock)
+
+
+def stop_daemon(home: Path) -> list[str]:
+    """Stop ``home``'s daemon (SIGTERM, then SIGKILL) and its servers; return leftovers.
+
+    Returns:
+        Descriptions of processes that had to be killed: a daemon that ignored SIGTERM
+        for 20 s, or a server process that outlived its daemon. Empty is clean.
+    """
+    problems: list[str] = []
+    pid = daemon_pid(home)
+    if pid is None:
+        return problems
+    tree = children(pid)
+    os.kill(pid, signal.SIGTERM)
+    if wait_gone([pid], 20):
+        problems.append(f"daemon {pid} ignored SIGTERM")
+        os.kill(pid, signal.SIGKILL)
+    for left in wait_gone(tree, 10):
+        problems.append(f"process {left} outlived its daemon: {_cmdline(left)}")
+        os.kill(left, signal.SIGKILL)
+    return problems
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return "?"
+
+
+def stray_daemons(root: Path) -> list[int]:
+    """Pids of spawned chit daemons whose home lies under ``root``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--spawned" not in argv or b"daemon" not in argv or b"--home" not in argv:
+            continue
+        home = argv[argv.index(b"--home") + 1].decode(errors="replace")
+        if home.startswith(str(root)) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@contextmanager
+def daemon_home(home: Path) -> Iterator[Path]:
+    """A home whose daemon (if any gets started) is stopped, cleanly, at the end."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        yield home
+    finally:
+        problems = stop_daemon(home)
+        assert not problems, problems
