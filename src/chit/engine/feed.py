@@ -1,8 +1,9 @@
 """The change feed: every committed receipt change, in commit order, with a cursor.
 
-The cursor is the id of the store's timeline rows (``observations.id``): every receipt
-write appends at least one row in the same transaction, SQLite hands out row ids under
-the write lock, so ids grow in commit order. A subscriber that remembers the cursor of
+The cursor is the receipts' change number (``change_seq``, migration 0007): every
+receipt write takes ``max + 1`` under the write lock, so numbers grow in commit order
+(a receipt keeps only its latest number: what a returning client needs is each changed
+receipt as it is now, once). A subscriber that remembers the cursor of
 the last event it saw can come back (after a reconnect, or a daemon restart) with
 ``since=cursor`` and is sent every receipt changed after it, as it is now.
 
@@ -48,7 +49,7 @@ from chit.runtime.events import (
     EngineEvent as BusEvent,
 )
 from chit.store import Store
-from chit.store.db import fetch_all, fetch_one
+from chit.store.db import fetch_one
 
 log = logging.getLogger("chit.engine")
 
@@ -99,23 +100,16 @@ class ChangeFeed:
 
     def current_cursor(self) -> int:
         """The newest change cursor in the store (0 for an empty store)."""
-        row = fetch_one(self.store.db, "SELECT max(id) FROM observations")
-        return int(row[0]) if row is not None and row[0] is not None else 0
+        return self.store.receipts.change_cursor()
 
     def _read_data_version(self) -> int:
         row = fetch_one(self.store.db, "PRAGMA data_version")
         return int(row[0]) if row is not None else 0
 
     def _changed_since(self, cursor: int, limit: int) -> tuple[list[tuple[str, int]], int]:
-        """Receipts with timeline rows after ``cursor`` (id, last row), and the new cursor."""
-        rows = fetch_all(
-            self.store.db,
-            "SELECT receipt_id, max(id) AS last FROM observations WHERE id > ?"
-            " GROUP BY receipt_id ORDER BY last LIMIT ?",
-            [cursor, limit + 1],
-        )
-        newest = max((int(r["last"]) for r in rows), default=cursor)
-        return [(str(r["receipt_id"]), int(r["last"])) for r in rows], newest
+        """Receipts changed after ``cursor`` (id, change number), and the new cursor."""
+        rows = self.store.receipts.changed_since(cursor, limit + 1)
+        return rows, max((n for _rid, n in rows), default=cursor)
 
     # --- sources ----------------------------------------------------------------------
 

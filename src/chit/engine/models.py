@@ -103,7 +103,7 @@ class ReceiptUpdate(_Model):
     """A committed change of one receipt, with what it means for a person.
 
     Attributes:
-        cursor: the change cursor after this change (the store's timeline row id);
+        cursor: the change cursor after this change (the receipt's change number);
             subscribe again with ``since=cursor`` to miss nothing.
         receipt: the receipt as stored after the change.
         changes: the fields that changed (empty when replayed after a reconnect).

@@ -237,6 +237,20 @@ def m0006_redaction_pending(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=6")
 
 
+@migrations(name="0007_change_cursor")
+def m0007_change_cursor(db: sqlite_utils.Database) -> None:
+    """Number every receipt write in commit order (the change cursor of event streams).
+
+    ``change_seq`` is set to ``max(change_seq) + 1`` by every insert and update, under the
+    write lock, so it grows in commit order; a client that remembers the last value it
+    saw asks for the receipts changed after it (``receipts_by_change``).
+    """
+    db.execute("ALTER TABLE receipts ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0")
+    db.execute("UPDATE receipts SET change_seq = rowid")
+    db.execute("CREATE INDEX receipts_by_change ON receipts(change_seq)")
+    db.execute("PRAGMA user_version=7")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""

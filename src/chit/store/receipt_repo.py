@@ -30,18 +30,21 @@ _COLUMNS = (
     " cancel_posture, accepted_at, status_at, next_check_at, expires_at, request_key,"
     " handle_blob, handle_fp, version, doc"
 )
+# Every write takes the next change number (see migration 0007): one index seek for the
+# max, under the write lock, so numbers grow in commit order.
+_NEXT_CHANGE = "(SELECT coalesce(max(change_seq), 0) + 1 FROM receipts)"
 _INSERT = (
-    f"INSERT INTO receipts ({_COLUMNS}) VALUES (:receipt_id, :server, :tool, :purpose,"
-    " :work_ref, :state, :active, :retrieval, :acceptance, :cancel_posture, :accepted_at,"
-    " :status_at, :next_check_at, :expires_at, :request_key, :handle_blob, :handle_fp,"
-    " :version, :doc)"
+    f"INSERT INTO receipts ({_COLUMNS}, change_seq) VALUES (:receipt_id, :server, :tool,"
+    " :purpose, :work_ref, :state, :active, :retrieval, :acceptance, :cancel_posture,"
+    " :accepted_at, :status_at, :next_check_at, :expires_at, :request_key, :handle_blob,"
+    f" :handle_fp, :version, :doc, {_NEXT_CHANGE})"
 )
 _UPDATE = (
     "UPDATE receipts SET server = :server, tool = :tool, purpose = :purpose,"
     " work_ref = :work_ref, state = :state, active = :active, retrieval = :retrieval,"
     " acceptance = :acceptance, cancel_posture = :cancel_posture, status_at = :status_at,"
     " next_check_at = :next_check_at, expires_at = :expires_at,"
-    " version = :version, doc = :doc"
+    f" version = :version, doc = :doc, change_seq = {_NEXT_CHANGE}"
     " WHERE receipt_id = :receipt_id AND version = :expected"
     # The invariants ride in the WHERE clause (no read before every write): a terminal
     # state never changes, nor does the request key. A miss is explained by ``_refused``.
@@ -489,6 +492,21 @@ class ReceiptRepository:
         with snapshot(self._db):
             rows = fetch_all(self._db, f"{_READ} WHERE active = 1 ORDER BY next_check_at")
         return _parse(rows)
+
+    def change_cursor(self) -> int:
+        """The newest change number (0 for an empty store): see migration 0007."""
+        row = fetch_one(self._db, "SELECT max(change_seq) FROM receipts")
+        return int(row[0]) if row is not None and row[0] is not None else 0
+
+    def changed_since(self, cursor: int, limit: int) -> builtins.list[tuple[str, int]]:
+        """Receipts written after change ``cursor``: (id, change number), oldest first."""
+        rows = fetch_all(
+            self._db,
+            "SELECT receipt_id, change_seq FROM receipts WHERE change_seq > ?"
+            " ORDER BY change_seq LIMIT ?",
+            [cursor, limit],
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
 
     def count(self) -> int:
         """Total number of receipts."""
