@@ -1,28 +1,38 @@
-"""Reconciler throughput and latency against ``chit demo-server`` over stdio.
+"""Reconciler detection lag, notification latency and CPU against ``chit demo-server``.
 
-Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS]`` (default 2000 tasks of 3 s).
+Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS] [--runs N] [--notify N]``
+(default 2,000 tasks of 3 s, 3 runs, 200 tasks per notification run).
 
-1. The engine: TASKS concurrent ``slow_compute`` tasks, reconciled by the Supervisor.
-   Measures the time from "all completed on the server" (the newest terminal
-   ``lastUpdatedAt``) to "all receipts terminal in the store", and client CPU per poll.
-   Run twice: with the write batcher switched off (every check its own transaction, the
-   engine as it was) and on.
-2. A bare loop: the same number of tasks on one ``TaskClient`` connection, polled with
-   ``tasks/get`` on the same schedule policy (server hint within chit's floor), no store.
-3. Notification → store latency, both generations (2025: the demo server pushes status
-   unasked; 2026: the engine subscribes with ``subscriptions/listen``): server change
-   time → receipt committed, p50/p99, batcher off and on; and the part of it spent before
-   the terminal notification reached the client (the server's notification queue).
+Every run, alternated so the baseline sees the same machine:
 
-Everything is printed side by side in one table at the end.
+1. **The engine** (a Supervisor, write batcher on, reconciling from the start as the
+   daemon does) creates TASKS concurrent ``slow_compute`` tasks on ``chit demo-server``
+   over stdio (2026 generation, one connection, 16 requests in flight). For *every* task:
+   detection lag = the server's completion time (``lastUpdatedAt`` of the terminal status)
+   → the moment the terminal receipt was committed (the engine's ``Completed`` event,
+   published after the commit).
+2. **The bare loop**: the same tasks on one ``TaskClient``, each polled with ``tasks/get``
+   at the server's poll interval (within chit's floor, as the engine schedules), 16 in
+   flight, no store, no notifications; lag = completion → the reply that showed it.
+3. **Notification → store**, both generations (2025: the demo server pushes status
+   unasked; 2026: the engine subscribes): NOTIFY tasks, server change → receipt
+   committed, and the part of it before the terminal notification reached the client.
+
+Reported per run and over all runs: lag p50 / p99 / max (goals: engine p99 ≤ 1.3× the bare
+loop's p99, no task later than one poll interval), "server done → all terminal", CPU per
+check after creation (goal ≤ 1.5× the bare loop's per poll), notification → store p99
+(goal < 100 ms in every run). The load average is printed before and after each run.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,9 +45,43 @@ sys.path.insert(0, str(ROOT))
 from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E402
 
 from chit import clock  # noqa: E402
-from chit.receipts import LifecycleState, effective_poll_ms  # noqa: E402
+from chit.receipts import effective_poll_ms  # noqa: E402
 from chit.runtime import Completed, EngineEvent  # noqa: E402
 from chit.tasks.client import Mode, TaskClient  # noqa: E402
+
+POLL_S = effective_poll_ms(500) / 1000  # the demo server hints 500 ms; chit's floor is 1 s
+
+
+def load() -> str:
+    """The load average, printed beside every figure (the machine is shared)."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+@dataclass
+class Run:
+    """One run's figures (seconds unless named otherwise)."""
+
+    lags: list[float] = field(default_factory=list)
+    done_to_all: float = 0.0
+    checks: int = 0
+    cpu_ms_per_check: float = 0.0
+    create_s: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def summary(lags: list[float]) -> tuple[float, float, float]:
+    """(p50, p99, max) in milliseconds."""
+    return (
+        1000 * statistics.median(lags),
+        1000 * _quantile(lags, 0.99),
+        1000 * max(lags),
+    )
 
 
 async def _create_all(call: Any, n: int, limit: int = 32) -> None:
@@ -52,125 +96,102 @@ async def _create_all(call: Any, n: int, limit: int = 32) -> None:
             tg.start_soon(one, i)
 
 
-async def engine(tmp: Path, n: int, seconds: float, *, batch: bool) -> dict[str, float]:
-    options = fast_options("2026")
-    name = f"engine-{batch}"
-    lags: list[float] = []
+async def engine(tmp: Path, n: int, seconds: float, name: str) -> Run:
+    """The engine reconciling while the tasks are created; every task's detection lag."""
+    run = Run()
+    done = anyio.Event()
+    newest: list[datetime] = []
 
     def on_event(event: EngineEvent) -> None:
         if isinstance(event, Completed) and event.receipt.server_updated_at:
-            lags.append((clock.now() - event.receipt.server_updated_at).total_seconds())
+            updated = event.receipt.server_updated_at
+            run.lags.append((clock.now() - updated).total_seconds())
+            newest.append(updated)
+            if len(run.lags) >= n:
+                done.set()
 
+    options = fast_options("2026")
     async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
-        if not batch:
-            sup.writer.batch_window_s = 0.0
         sup.subscribe(on_event)
-        t0 = time.perf_counter()
-        await _create_all(
-            lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}), n
-        )
-        created = time.perf_counter() - t0
-        checks0, cpu0 = sup.reconciler.checks, time.process_time()
-        tx0 = sup.writer.transactions
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(sup.run, stop)
-            while sup.reconciler.live_ids():
-                await anyio.sleep(0.05)
-            done_at = clock.now()
+            t0 = time.perf_counter()
+            await _create_all(
+                lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}),
+                n,
+            )
+            run.create_s = time.perf_counter() - t0
+            checks0, cpu0 = sup.reconciler.checks, time.process_time()
+            await done.wait()
+            all_done = clock.now()
+            run.cpu_ms_per_check = (
+                1000 * (time.process_time() - cpu0) / max(sup.reconciler.checks - checks0, 1)
+            )
             stop.set()
-        cpu = time.process_time() - cpu0
-        polls = sup.reconciler.checks - checks0
-        transactions = sup.writer.transactions - tx0
-        receipts = sup.store.receipts.list(limit=1000)
-        server_done = _newest(sup, n)
-        assert all(r.state is LifecycleState.COMPLETED for r in receipts.items)
-    return {
-        "create_s": created,
-        "lag_s": (done_at - server_done).total_seconds(),
-        "polls": polls,
-        "cpu_ms_per_poll": 1000 * cpu / max(polls, 1),
-        "transactions": transactions,
-        **_spread(lags),
-    }
+        run.checks = sup.reconciler.checks
+        run.done_to_all = (all_done - max(newest)).total_seconds()
+        run.extra["transactions"] = sup.writer.transactions
+    return run
 
 
-def _spread(lags: list[float]) -> dict[str, float]:
-    """Per-task lag (server completion → seen), p50/p99: kept, not printed.
-
-    Both loops start checking only after all tasks are created (16 s for 2,000, longer
-    than the tasks), so this mostly measures creation time, not reconciliation.
-    """
-    lags.sort()
-    return {"task_p50_s": statistics.median(lags), "task_p99_s": _p99(lags) / 1000}
-
-
-def _newest(sup: Any, n: int) -> datetime:
-    newest: datetime | None = None
-    page = sup.store.receipts.list(limit=1000)
-    while True:
-        for r in page.items:
-            if r.server_updated_at and (newest is None or r.server_updated_at > newest):
-                newest = r.server_updated_at
-        if page.next_cursor is None:
-            break
-        page = sup.store.receipts.list(limit=1000, after=page.next_cursor)
-    assert newest is not None
-    return newest
-
-
-async def bare(tmp: Path, n: int, seconds: float) -> dict[str, float]:
-    async with TaskClient(demo_stdio(tmp / "bare.db"), mode="2026", read_timeout=30) as tc:
-        ids: dict[str, float] = {}  # task id → next poll (monotonic)
-        updated: list[datetime] = []
-        lags: list[float] = []
+async def bare(tmp: Path, n: int, seconds: float, name: str) -> Run:
+    """The same tasks polled with ``tasks/get`` alone, from their creation on."""
+    run = Run()
+    async with TaskClient(demo_stdio(tmp / f"{name}.db"), mode="2026", read_timeout=30) as tc:
+        due: dict[str, float] = {}  # task id → next poll (monotonic)
+        newest: list[datetime] = []
+        inflight: set[str] = set()
+        sem = anyio.Semaphore(16)
+        created = anyio.Event()
+        marks: dict[str, float] = {}
 
         async def start(i: int) -> None:
             h = await tc.start(
                 "slow_compute", {"seconds": seconds, "label": f"{i}"}, request_key=f"b{i}"
             )
-            ids[h.task_id] = time.monotonic() + effective_poll_ms(h.poll_interval_ms) / 1000  # type: ignore[union-attr]
-
-        await _create_all(start, n)
-        polls, cpu0 = 0, time.process_time()
-        sem = anyio.Semaphore(16)
+            interval = effective_poll_ms(h.poll_interval_ms) / 1000  # type: ignore[union-attr]
+            due[h.task_id] = time.monotonic() + interval  # type: ignore[union-attr]
 
         async def poll(task_id: str) -> None:
-            nonlocal polls
-            async with sem:
-                snap = await tc.get(task_id)
-            polls += 1
-            if snap.terminal:
-                updated.append(snap.updated_at)
-                lags.append((clock.now() - snap.updated_at).total_seconds())
-                ids.pop(task_id, None)
-            else:
-                ids[task_id] = time.monotonic() + effective_poll_ms(snap.poll_interval_ms) / 1000
-
-        inflight: set[str] = set()
-
-        async def guarded(task_id: str) -> None:
             try:
-                await poll(task_id)
+                async with sem:
+                    snap = await tc.get(task_id)
+                run.checks += 1
+                if created.is_set():
+                    run.extra["window_polls"] = run.extra.get("window_polls", 0) + 1
+                if snap.terminal:
+                    run.lags.append((clock.now() - snap.updated_at).total_seconds())
+                    newest.append(snap.updated_at)
+                    due.pop(task_id, None)
+                else:
+                    interval = effective_poll_ms(snap.poll_interval_ms) / 1000
+                    due[task_id] = time.monotonic() + interval
             finally:
                 inflight.discard(task_id)
 
-        async with anyio.create_task_group() as tg:
-            while ids:
+        async def scheduler() -> None:
+            while not created.is_set() or due:
                 now = time.monotonic()
-                for task_id, due in list(ids.items()):
-                    if due <= now and task_id not in inflight:
+                for task_id, at in list(due.items()):
+                    if at <= now and task_id not in inflight:
                         inflight.add(task_id)
-                        tg.start_soon(guarded, task_id)
-                await anyio.sleep(0.05)
-        done_at = clock.now()
-        cpu = time.process_time() - cpu0
-    return {
-        "lag_s": (done_at - max(updated)).total_seconds(),
-        "polls": polls,
-        "cpu_ms_per_poll": 1000 * cpu / max(polls, 1),
-        **_spread(lags),
-    }
+                        tg.start_soon(poll, task_id)
+                await anyio.sleep(0.01)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scheduler)
+            t0 = time.perf_counter()
+            await _create_all(start, n)
+            run.create_s = time.perf_counter() - t0
+            marks["cpu0"] = time.process_time()
+            created.set()
+        all_done = clock.now()
+        run.cpu_ms_per_check = (
+            1000 * (time.process_time() - marks["cpu0"]) / max(run.extra.get("window_polls", 0), 1)
+        )
+        run.done_to_all = (all_done - max(newest)).total_seconds()
+    return run
 
 
 def _hint_arrivals(arrivals: dict[str, float]) -> Any:
@@ -192,104 +213,131 @@ def _hint_arrivals(arrivals: dict[str, float]) -> Any:
     return original
 
 
-async def notifications(
-    tmp: Path, n: int, seconds: float, *, generation: Mode, batch: bool
-) -> dict[str, float]:
-    latencies: list[float] = []
+async def notifications(tmp: Path, n: int, seconds: float, generation: Mode, name: str) -> Run:
+    """Server change → receipt committed for tasks whose end is pushed."""
+    run = Run()
     arrivals: dict[str, float] = {}
     original = _hint_arrivals(arrivals)
+    done = anyio.Event()
 
     def on_event(event: EngineEvent) -> None:
         if isinstance(event, Completed) and event.receipt.server_updated_at:
-            latencies.append((clock.now() - event.receipt.server_updated_at).total_seconds())
+            run.lags.append((clock.now() - event.receipt.server_updated_at).total_seconds())
+            if len(run.lags) >= n:
+                done.set()
 
     options = fast_options(generation)
-    name = f"notify-{generation}-{batch}"
-    async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
-        if not batch:
-            sup.writer.batch_window_s = 0.0
-        sup.subscribe(on_event)
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sup.run, stop)
-            await _create_all(
-                lambda i: sup.call("demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}),
-                n,
-            )
-            while sup.reconciler.live_ids():
-                await anyio.sleep(0.05)
-            stop.set()
-        hints = sup.reconciler.message_hints
-    TaskClient._on_notification = original  # type: ignore[method-assign]
+    try:
+        async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
+            sup.subscribe(on_event)
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(sup.run, stop)
+                await _create_all(
+                    lambda i: sup.call(
+                        "demo", "slow_compute", {"seconds": seconds, "label": f"{i}"}
+                    ),
+                    n,
+                )
+                await done.wait()
+                stop.set()
+            run.checks = sup.reconciler.checks
+            run.extra["message_hints"] = sup.reconciler.message_hints
+    finally:
+        TaskClient._on_notification = original  # type: ignore[method-assign]
     late = sorted(arrivals.values()) or [float("nan")]
-    latencies.sort()
-    return {
-        "count": len(latencies),
-        "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": _p99(latencies),
-        "hint_p50_ms": 1000 * statistics.median(late),
-        "hint_p99_ms": _p99(late),
-        "message_hints": hints,
-    }
-
-
-def _p99(values: list[float]) -> float:
-    return 1000 * values[min(len(values) - 1, int(len(values) * 0.99))]
+    run.extra["hint_p50_ms"] = 1000 * statistics.median(late)
+    run.extra["hint_p99_ms"] = 1000 * _quantile(late, 0.99)
+    return run
 
 
 def _row(label: str, *cells: str) -> str:
-    return f"{label:<44}" + "".join(f"{c:>17}" for c in cells)
+    return f"{label:<40}" + "".join(f"{c:>20}" for c in cells)
 
 
-async def main(n: int, seconds: float) -> None:
+def _lag_cells(run: Run) -> str:
+    p50, p99, top = summary(run.lags)
+    return f"{p50:.0f} / {p99:.0f} / {top:.0f}"
+
+
+async def main(n: int, seconds: float, runs: int, notify: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
-    off = await engine(tmp, n, seconds, batch=False)
-    on = await engine(tmp, n, seconds, batch=True)
-    b = await bare(tmp, n, seconds)
-    m = min(n, 200)
-    notify = {
-        (gen, batch): await notifications(tmp, m, seconds, generation=gen, batch=batch)
-        for gen in ("legacy", "2026")
-        for batch in (False, True)
-    }
-    print(f"tasks {n}, {seconds} s each, demo-server over stdio, 2026 generation, one connection")
-    print(_row("", "batcher off", "batcher on", "bare tasks/get"))
-    print(_row("server done -> all terminal (s)", *(f"{x['lag_s']:.2f}" for x in (off, on, b))))
+    engines: list[Run] = []
+    bares: list[Run] = []
+    notes: dict[str, list[Run]] = {"legacy": [], "2026": []}
+    for r in range(runs):
+        print(f"run {r + 1}: before engine  {load()}", flush=True)
+        engines.append(await engine(tmp, n, seconds, f"engine-{r}"))
+        print(f"run {r + 1}: before bare    {load()}", flush=True)
+        bares.append(await bare(tmp, n, seconds, f"bare-{r}"))
+        for gen in ("legacy", "2026"):
+            notes[gen].append(
+                await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}")  # type: ignore[arg-type]
+            )
+        print(f"run {r + 1}: done           {load()}", flush=True)
+
+    print(
+        f"\ntasks {n} x {seconds} s, demo-server over stdio, 2026 generation, one connection;"
+        f" poll interval {POLL_S:.1f} s"
+    )
+    print("detection lag, server completion -> receipt committed (ms): p50 / p99 / max")
+    print(_row("", "engine", "bare tasks/get", "p99 ratio (<=1.3)"))
+    for r in range(runs):
+        e, b = engines[r], bares[r]
+        ratio = summary(e.lags)[1] / summary(b.lags)[1]
+        print(_row(f"run {r + 1}", _lag_cells(e), _lag_cells(b), f"{ratio:.2f}x"))
+    pooled_e = [x for e in engines for x in e.lags]
+    pooled_b = [x for b in bares for x in b.lags]
+    ratio = summary(pooled_e)[1] / summary(pooled_b)[1]
     print(
         _row(
-            "  ratio to bare (goal <= 1.3x)",
-            *(f"{x['lag_s'] / max(b['lag_s'], 1e-3):.2f}x" for x in (off, on)),
-            "1.00x",
+            f"all runs ({len(pooled_e)} / {len(pooled_b)} tasks)",
+            _lag_cells(Run(lags=pooled_e)),
+            _lag_cells(Run(lags=pooled_b)),
+            f"{ratio:.2f}x",
         )
     )
-    print(_row("checks / polls", *(f"{x['polls']:.0f}" for x in (off, on, b))))
-    print(_row("client CPU per check (ms)", *(f"{x['cpu_ms_per_poll']:.2f}" for x in (off, on, b))))
+    late = sum(1 for x in pooled_e if x > POLL_S)
+    print(f"engine tasks later than one poll interval ({POLL_S:.1f} s): {late}")
+    print(_row("server done -> all terminal (s), per run", "", "", ""))
+    for r in range(runs):
+        print(
+            _row(f"  run {r + 1}", f"{engines[r].done_to_all:.2f}", f"{bares[r].done_to_all:.2f}")
+        )
+    print("client CPU per check after creation (ms)")
+    for r in range(runs):
+        e, b = engines[r], bares[r]
+        print(
+            _row(
+                f"  run {r + 1}",
+                f"{e.cpu_ms_per_check:.2f}",
+                f"{b.cpu_ms_per_check:.2f}",
+                f"{e.cpu_ms_per_check / b.cpu_ms_per_check:.2f}x (<=1.5)",
+            )
+        )
+    print(_row("checks / polls, run 1", f"{engines[0].checks}", f"{bares[0].checks}"))
     print(
-        _row(
-            "  ratio to bare",
-            *(f"{x['cpu_ms_per_poll'] / b['cpu_ms_per_poll']:.2f}x" for x in (off, on)),
-            "1.00x",
-        )
+        _row("creating tasks (s), run 1", f"{engines[0].create_s:.1f}", f"{bares[0].create_s:.1f}")
     )
-    print(_row("write transactions", *(f"{x['transactions']:.0f}" for x in (off, on)), "-"))
-    print(_row(f"creating {n} tasks (s)", *(f"{x['create_s']:.1f}" for x in (off, on)), "-"))
-    for gen, label in (("legacy", "2025"), ("2026", "2026")):
+    print(f"\nnotification -> store, {notify} tasks (ms): p50 / p99 / max (goal: p99 < 100)")
+    print(_row("", "2025 (pushed)", "2026 (subscribed)"))
+    for r in range(runs):
+        print(_row(f"run {r + 1}", _lag_cells(notes["legacy"][r]), _lag_cells(notes["2026"][r])))
+    for key, label in (("hint_p50_ms", "p50"), ("hint_p99_ms", "p99")):
         cells = [
-            f"{notify[(gen, bt)]['p50_ms']:.0f} / {notify[(gen, bt)]['p99_ms']:.0f}"
-            for bt in (False, True)
+            " / ".join(f"{x.extra[key]:.0f}" for x in notes[gen]) for gen in ("legacy", "2026")
         ]
-        print(_row(f"notification -> store {label}, {m} tasks p50/p99 ms", *cells, "-"))
-        cells = [
-            f"{notify[(gen, bt)]['hint_p50_ms']:.0f} / {notify[(gen, bt)]['hint_p99_ms']:.0f}"
-            for bt in (False, True)
-        ]
-        print(_row("  of which server change -> hint received", *cells, "-"))
-        cells = [f"{notify[(gen, bt)]['message_hints']:.0f}" for bt in (False, True)]
-        print(_row("  message-only hints (no tasks/get)", *cells, "-"))
-    print("goal: notification -> store p99 < 100 ms")
+        print(_row(f"  of which change -> hint, {label} per run", *cells))
+    cells = [" / ".join(f"{x.extra['message_hints']:.0f}" for x in notes[g]) for g in notes]
+    print(_row("  message-only hints per run", *cells))
+    print(f"after: {load()}")
 
 
 if __name__ == "__main__":
-    tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    secs = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
-    anyio.run(main, tasks, secs)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tasks", nargs="?", type=int, default=2000)
+    parser.add_argument("seconds", nargs="?", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--notify", type=int, default=200)
+    args = parser.parse_args()
+    anyio.run(main, args.tasks, args.seconds, args.runs, args.notify)

@@ -57,13 +57,24 @@ class HandleBook:
         if known is not None:
             return known
         blob = self._store.receipts.handle_blob(receipt.receipt_id)
+        return self.open(receipt.receipt_id, receipt.server, blob)
+
+    def open(self, receipt_id: str, server: str, blob: bytes | None) -> str:
+        """Open a receipt's sealed handle (read beforehand) and remember it.
+
+        Raises:
+            HandleUnavailable: no sealed handle, or it does not open.
+        """
+        known = self._by_receipt.get(receipt_id)
+        if known is not None:
+            return known
         if blob is None:
             raise HandleUnavailable("the sealed task handle was wiped; the task cannot be checked")
         try:
-            task_id = self.vault.open(blob, handle_aad(receipt.receipt_id, receipt.server))
+            task_id = self.vault.open(blob, handle_aad(receipt_id, server))
         except HandleDecryptError as exc:
             raise HandleUnavailable(f"the sealed task handle does not open: {exc.message}") from exc
-        self.remember(receipt.receipt_id, task_id)
+        self.remember(receipt_id, task_id)
         return task_id
 
     def redactor(self, receipt: Receipt) -> Redactor:

@@ -4,8 +4,11 @@
   the policy's floor and ceiling, moved later by a little jitter; exponential backoff
   after failures). Terminal receipts whose result was not retrieved yet are due too.
 * **Hints** — a status notification never changes a receipt: it marks the task for an
-  immediate ``tasks/get``; hints arriving while a check is in flight coalesce into one
-  more check.
+  immediate ``tasks/get`` (for a 2025 task it says ended: the ``tasks/result`` that end
+  implies, which confirms it and brings the result in one round trip); hints arriving
+  while a check is in flight coalesce into one more check. Every live receipt's handle
+  is opened and its 2026 push subscribed as soon as the receipt is known (created here,
+  or found live when reconciling starts), so no hint is dropped for want of a route.
 * **Terminal** — the result is retrieved once (2025 ``tasks/result``, 2026 inline),
   digested and summarised, the acceptance check runs on it, and polling stops.
 * **Failures** — recorded as the receipt's retrieval condition (never as a lifecycle
@@ -35,19 +38,13 @@ from chit.receipts import (
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.handles import HandleBook, HandleUnavailable
 from chit.reconcile.inbox import LegacyInbox
-from chit.reconcile.outcomes import (
-    acceptance_event,
-    failure_event,
-    result_event,
-    result_json,
-    status_event,
-)
+from chit.reconcile.observe import TaskObserver
+from chit.reconcile.outcomes import failure_event
 from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.writer import ReceiptWriter
 from chit.store.db import fetch_one
-from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
+from chit.tasks.client import TaskError
 from chit.tasks.client.inputs import Hint
-from chit.tasks.client.models import TaskOutcome
 
 log = logging.getLogger("chit.reconcile")
 
@@ -59,6 +56,8 @@ HOLD_FLOOR_S = 1.0
 HOLD_CEILING_S = 300.0
 """A check that failed without writing anything (the store itself failing) is not
 polled again before this backoff (1 s, 2 s, … 300 s; in memory)."""
+
+_ENDED = frozenset({LifecycleState.COMPLETED.value, LifecycleState.FAILED.value})
 
 IDLE_TICK_S = 0.05
 """Longest sleep between schedule scans: receipts written by other processes are seen
@@ -91,6 +90,7 @@ class Reconciler:
         self.inbox = inbox
         self.push = PushSubscriptions(pool, tg, clock=self.clock)
         self.digest_key = handles.vault.digest_key()
+        self.observer = TaskObserver(self.digest_key, pool.options.read_timeout)
         self._tg = tg
         self._inflight: set[str] = set()
         self._settled = anyio.Event()  # set while nothing is in flight (see ``idle``)
@@ -102,6 +102,8 @@ class Reconciler:
         self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (monotonic)
         self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
         self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
+        self._running = False
+        self._ended: dict[str, Hint] = {}  # rid → a 2025 push saying it ended (observe.py)
         self.checks = 0
         self.message_hints = 0
 
@@ -122,6 +124,8 @@ class Reconciler:
         status = task_id.status if isinstance(task_id, Hint) else None
         if status is not None and self._same_status(receipt_id, status):
             return
+        if isinstance(task_id, Hint) and status in _ENDED:
+            self._ended[receipt_id] = task_id
         server = self._queued.get(receipt_id)
         if server is not None and self.pool.promote(server, receipt_id):
             return  # its check has not asked yet: it will see the change, and go first
@@ -167,6 +171,35 @@ class Reconciler:
             del self._pulled[rid]
         return due
 
+    # --- routes -------------------------------------------------------------------------
+
+    def adopt(self, receipt: Receipt, task_id: str) -> None:
+        """A receipt was just created here: subscribe to its task's pushes at once.
+
+        Waiting for its first check (one poll interval) would leave a short task, or
+        one ending in that interval, to be found by polling alone.
+        """
+        if self._running:  # only the process that reconciles listens for its tasks
+            self.push.track(receipt.server, task_id, live=not receipt.is_terminal)
+
+    def adopt_live(self) -> int:
+        """Open every live receipt's handle and subscribe to its pushes; return how many.
+
+        Run when reconciling starts: hints are routed by task id, so a receipt this
+        process has not opened yet would have its hints dropped, and a 2026 task would
+        get no push, until its first check — which, after a restart with many live
+        receipts, can be seconds away (the restart sweep checks them one by one).
+        """
+        adopted = 0
+        for receipt_id, server, blob in self.store.receipts.live_handles():
+            try:
+                task_id = self.handles.open(receipt_id, server, blob)
+            except HandleUnavailable:
+                continue  # its check records why
+            self.push.track(server, task_id, live=True)
+            adopted += 1
+        return adopted
+
     # --- schedule -----------------------------------------------------------------------
 
     def due_ids(self, limit: int = 1000, *, at: datetime | None = None) -> list[str]:
@@ -199,6 +232,14 @@ class Reconciler:
 
     async def run(self, stop: anyio.Event, *, keep_going: Any = None) -> None:
         """Reconcile until ``stop`` is set (or ``keep_going()`` returns False)."""
+        self._running = True
+        try:
+            await self._run(stop, keep_going)
+        finally:
+            self._running = False
+
+    async def _run(self, stop: anyio.Event, keep_going: Any) -> None:
+        self.adopt_live()
 
         async def wake_on_stop() -> None:
             await stop.wait()
@@ -348,53 +389,10 @@ class Reconciler:
             async with self.pool.limit(receipt.server, urgent=urgent, key=rid):
                 self._queued.pop(rid, None)
                 client = await self.pool.get(receipt.server)
-                return await self._observe(client, receipt, task_id, source)
+                ended = self._ended.pop(rid, None)
+                return await self.observer.observe(client, receipt, task_id, source, ended)
         finally:
             self._queued.pop(rid, None)
-
-    async def _observe(
-        self, client: TaskClient, receipt: Receipt, task_id: str, source: ObservationSource
-    ) -> list[Event]:
-        if receipt.is_terminal:  # status known, result still to retrieve
-            return await self._result(client, receipt, receipt.state, task_id, None)
-        snap = await client.get(task_id)
-        events: list[Event] = [status_event(snap, source)]
-        if snap.terminal and receipt.outcome is None:
-            events += await self._result(
-                client, receipt, LifecycleState(snap.status), task_id, snap
-            )
-        return events
-
-    async def _result(
-        self,
-        client: TaskClient,
-        receipt: Receipt,
-        status: LifecycleState,
-        task_id: str,
-        snap: TaskSnapshot | None,
-    ) -> list[Event]:
-        if status is LifecycleState.CANCELLED:
-            return []  # a cancelled task has no result to retrieve
-        if receipt.protocol is TaskProtocol.EXTENSION:
-            if snap is None:
-                snap = await client.get(task_id)
-            outcome = TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
-        else:
-            try:
-                outcome = await client.result(task_id, timeout=self.pool.options.read_timeout)
-            except TaskError as exc:
-                # Keep the terminal status we saw; record why the result is missing.
-                return [failure_event(exc, ObservationSource.RESULT)]
-        if outcome.result is None and outcome.error is None:
-            return []
-        events: list[Event] = [
-            result_event(outcome.result, outcome.error, digest_key=self.digest_key)
-        ]
-        raw = result_json(outcome.result) if outcome.result is not None else None
-        verdict = acceptance_event(receipt, raw)
-        if verdict is not None:
-            events.append(verdict)
-        return events
 
 
 def _needs_result(receipt: Receipt) -> bool:

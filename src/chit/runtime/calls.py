@@ -8,6 +8,7 @@ that never comes leaves the intent ``unknown`` (see :mod:`chit.runtime.intents`)
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from typing import Any
 
 from chit.clock import Clock, current_clock
@@ -73,8 +74,13 @@ class Calls:
         owner: str,
         sending: set[str],
         clock: Clock | None = None,
+        on_task: Callable[[Receipt, str], None] | None = None,
     ) -> None:
-        """Wire the parts; ``owner`` is recorded on every intent this process sends."""
+        """Wire the parts; ``owner`` is recorded on every intent this process sends.
+
+        ``on_task`` hears every task receipt created here with its task id (the
+        reconciler subscribes to its pushes at once: ``Reconciler.adopt``).
+        """
         self.clock = clock or current_clock()
         self.store = store
         self.pool = pool
@@ -82,6 +88,7 @@ class Calls:
         self.writer = writer
         self.owner = owner
         self.sending = sending
+        self.on_task = on_task
 
     def arguments_digest(self, arguments: dict[str, Any]) -> str:
         """The keyed digest a call's arguments are recorded under (never the values)."""
@@ -207,6 +214,8 @@ class Calls:
         )
         receipt = self._record(intent, tr.receipt, tr.observation, blob, fp)
         self.handles.remember(receipt.receipt_id, handle.task_id)
+        if self.on_task is not None and receipt.receipt_id == rid:
+            self.on_task(receipt, handle.task_id)
         return receipt
 
     def _record(

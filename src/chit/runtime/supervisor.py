@@ -121,6 +121,7 @@ class Supervisor:
             owner=self.intent_owner,
             sending=set(),
             clock=clock,
+            on_task=self.reconciler.adopt,
         )
         self.intents = IntentRecovery(
             store,

@@ -487,6 +487,19 @@ class ReceiptRepository:
         )
         return [str(r["receipt_id"]) for r in rows]
 
+    def live_handles(self) -> builtins.list[tuple[str, str, bytes]]:
+        """(receipt id, server, sealed handle) of every live receipt that has a handle.
+
+        What the reconciler needs to route hints and subscribe to pushes for every live
+        task when it starts, without parsing a document per receipt.
+        """
+        rows = fetch_all(
+            self._db,
+            "SELECT receipt_id, server, handle_blob FROM receipts WHERE active = 1"
+            " AND handle_blob IS NOT NULL",
+        )
+        return [(str(r[0]), str(r[1]), bytes(r[2])) for r in rows]
+
     def non_terminal(self) -> builtins.list[Receipt]:
         """Every receipt whose lifecycle is not terminal (the restart rule resumes them)."""
         with snapshot(self._db):

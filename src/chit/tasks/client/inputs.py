@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp.client.session import ClientRequestContext
@@ -46,23 +47,31 @@ class Hint(str):
 
     Subclassing ``str`` keeps :data:`HintCallback` compatible: the hint *is* the task id
     (equal to and hashing like it). ``status`` and ``status_message`` are only what the
-    push said - a prompt for deciding how urgently to re-poll, never a fact to record.
+    push said - a prompt for deciding how urgently to re-poll, and which request to send
+    (a 2025 end implies a ``tasks/result``), never a fact recorded unconfirmed.
 
     Attributes:
         status: the notified status (``working``, ``completed``, …), None if absent.
         status_message: the notified status message, None if absent.
+        updated_at: the notified ``lastUpdatedAt``, None if absent or not a timestamp.
     """
 
     status: str | None
     status_message: str | None
+    updated_at: datetime | None
 
     def __new__(
-        cls, task_id: str, status: str | None = None, status_message: str | None = None
+        cls,
+        task_id: str,
+        status: str | None = None,
+        status_message: str | None = None,
+        updated_at: datetime | None = None,
     ) -> Hint:
         """Wrap ``task_id`` with what the notification said."""
         hint = super().__new__(cls, task_id)
         hint.status = status
         hint.status_message = status_message
+        hint.updated_at = updated_at
         return hint
 
     @classmethod
@@ -74,7 +83,19 @@ class Hint(str):
             task_id,
             status if isinstance(status, str) else None,
             message if isinstance(message, str) else None,
+            _moment(params.get("lastUpdatedAt")),
         )
+
+
+def _moment(value: Any) -> datetime | None:
+    """An aware timestamp from an ISO 8601 string (naive: UTC), or None if unusable."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def related_task_id(*metas: Mapping[str, Any] | None) -> str | None:

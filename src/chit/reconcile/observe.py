@@ -1,0 +1,127 @@
+"""What one check asks a task's server, and the receipt events the answers amount to.
+
+A live task is asked ``tasks/get``; an ended one without its result is asked for the
+result (2025 ``tasks/result``, 2026 inline in ``tasks/get``), digested and summarised,
+with the acceptance verdict on it. A 2025 push saying the task ended goes straight to
+the ``tasks/result`` that end implies (one round trip instead of two).
+"""
+
+from __future__ import annotations
+
+from chit.receipts import (
+    Event,
+    LifecycleState,
+    ObservationSource,
+    Receipt,
+    StatusObserved,
+    TaskProtocol,
+)
+from chit.reconcile.outcomes import (
+    acceptance_event,
+    failure_event,
+    result_event,
+    result_json,
+    status_event,
+)
+from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
+from chit.tasks.client.inputs import Hint
+from chit.tasks.client.models import TaskOutcome
+
+RESULT_FIRST_S = 2.0
+"""How long a hint-implied 2025 ``tasks/result`` may take before the check falls back to
+``tasks/get`` (an ended task answers at once; a wrong hint must not hold a slot)."""
+
+
+class TaskObserver:
+    """Turns a task's answers into receipt events (no store, no scheduling)."""
+
+    def __init__(self, digest_key: bytes, read_timeout: float) -> None:
+        """Digest results with ``digest_key``; wait ``read_timeout`` for a 2025 result."""
+        self.digest_key = digest_key
+        self.read_timeout = read_timeout
+
+    async def observe(
+        self,
+        client: TaskClient,
+        receipt: Receipt,
+        task_id: str,
+        source: ObservationSource,
+        ended: Hint | None = None,
+    ) -> list[Event]:
+        """Ask about one task and return what was seen, as receipt events.
+
+        ``ended``: a 2025 push said the task ended (see :meth:`_result_first`).
+        """
+        if receipt.is_terminal:  # status known, result still to retrieve
+            return await self._result(client, receipt, receipt.state, task_id, None)
+        if ended is not None and receipt.protocol is TaskProtocol.LEGACY:
+            first = await self._result_first(client, receipt, task_id, ended)
+            if first is not None:
+                return first
+        snap = await client.get(task_id)
+        events: list[Event] = [status_event(snap, source)]
+        if snap.terminal and receipt.outcome is None:
+            events += await self._result(
+                client, receipt, LifecycleState(snap.status), task_id, snap
+            )
+        return events
+
+    async def _result_first(
+        self, client: TaskClient, receipt: Receipt, task_id: str, hint: Hint
+    ) -> list[Event] | None:
+        """A 2025 push said the task ended: ask ``tasks/result`` straight away.
+
+        Its answer is the confirmation (2025 answers it only once the task is terminal,
+        and says completed or failed) and the result in one round trip, instead of a
+        ``tasks/get`` and then the ``tasks/result``. Any failure (a wrong hint that would
+        block, a transport error) returns None: the check goes the ordinary way.
+        """
+        try:
+            outcome = await client.result(task_id, timeout=RESULT_FIRST_S)
+        except TaskError:
+            return None
+        status = LifecycleState(outcome.status)
+        seen = StatusObserved(
+            status=status,
+            source=ObservationSource.NOTIFICATION,
+            message=hint.status_message,
+            server_updated_at=hint.updated_at,
+        )
+        if status is LifecycleState.CANCELLED:
+            return [seen]  # a cancelled task has no result to record
+        return [seen, *self._outcome_events(receipt, outcome)]
+
+    async def _result(
+        self,
+        client: TaskClient,
+        receipt: Receipt,
+        status: LifecycleState,
+        task_id: str,
+        snap: TaskSnapshot | None,
+    ) -> list[Event]:
+        if status is LifecycleState.CANCELLED:
+            return []  # a cancelled task has no result to retrieve
+        if receipt.protocol is TaskProtocol.EXTENSION:
+            if snap is None:
+                snap = await client.get(task_id)
+            outcome = TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
+        else:
+            try:
+                outcome = await client.result(task_id, timeout=self.read_timeout)
+            except TaskError as exc:
+                # Keep the terminal status we saw; record why the result is missing.
+                return [failure_event(exc, ObservationSource.RESULT)]
+        return self._outcome_events(receipt, outcome)
+
+    def _outcome_events(self, receipt: Receipt, outcome: TaskOutcome) -> list[Event]:
+        """The result (digested) and the acceptance verdict on it, if any."""
+        if outcome.result is None and outcome.error is None:
+            return []
+        events: list[Event] = [
+            result_event(outcome.result, outcome.error, digest_key=self.digest_key)
+        ]
+        raw = result_json(outcome.result) if outcome.result is not None else None
+        verdict = acceptance_event(receipt, raw)
+        if verdict is not None:
+            events.append(verdict)
+        return events
