@@ -188,7 +188,7 @@ async def test_unexpected_check_error_is_recorded_with_backoff(tmp_path: Path) -
         async def broken(*_args: Any, **_kwargs: Any) -> Any:
             raise RuntimeError("boom")
 
-        sup.reconciler._observe = broken  # type: ignore[method-assign]
+        sup.reconciler.observer.observe = broken  # type: ignore[method-assign]
         _make_due(sup)
         checks = await _checks_for(sup, clk, 10.0)
         assert 2 <= checks <= 4, checks  # backoff 2 s, 4 s, 8 s — not 200 ticks' worth
