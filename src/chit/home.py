@@ -1,7 +1,10 @@
 """Where chit keeps its state: one home directory (``CHIT_HOME``), private to the user.
 
 Directories are created 0700 and files 0600, because the home holds the receipt store,
-sealed handles and (when opted in) a file key store.
+sealed handles and (when opted in) a file key store. A directory chit did not create is
+never chmodded: if it is not private (owned by someone else, or open to group/other —
+``--home /tmp`` is 1777) chit refuses it with one line instead of "repairing" a
+directory that may be shared.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
+from chit.errors import ChitError, ExitCode
 
 DB_NAME = "chit.db"
 CONFIG_NAME = "config.toml"
@@ -49,8 +54,22 @@ class Home:
         return self.root / "demo-tasks.db"
 
     def ensure(self) -> Home:
-        """Create the home directory (0700) if needed and tighten its mode."""
+        """Create the home directory (0700) if needed, else check that it is private.
+
+        Raises:
+            UnsafeHome: the directory exists but is not private to this user.
+        """
         ensure_private_dir(self.root)
+        return self
+
+    def check(self) -> Home:
+        """For read-only use: check an existing home is private; create nothing.
+
+        Raises:
+            UnsafeHome: the directory exists but is not private to this user.
+        """
+        if self.root.exists():
+            check_private_dir(self.root)
         return self
 
 
@@ -64,16 +83,60 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Home:
     return Home(Path(platformdirs.user_data_dir("chit", appauthor=False)))
 
 
+class UnsafeHome(ChitError):
+    """The home (or a directory in it) exists but is not private; chit will not use it."""
+
+    exit_code = ExitCode.USAGE
+
+
+def check_private_dir(path: Path) -> None:
+    """Check that the existing directory ``path`` is this user's alone (never changes it).
+
+    Raises:
+        UnsafeHome: not a directory, owned by another user, or open to group/other.
+    """
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise UnsafeHome(f"cannot use {path} as chit's home: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeHome(f"cannot use {path} as chit's home: it is not a directory")
+    if os.name != "posix":  # no POSIX owner/mode to check (Windows ACLs)
+        return
+    if st.st_uid != os.geteuid():
+        raise UnsafeHome(
+            f"cannot use {path} as chit's home: it belongs to uid {st.st_uid}, not to you; "
+            "choose a directory of your own (--home or CHIT_HOME)"
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UnsafeHome(
+            f"cannot use {path} as chit's home: mode {mode:04o} lets others in; it holds "
+            f"sealed handles, so make it private (chmod 700 {path}) or choose another home"
+        )
+
+
 def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) and make sure it is 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode != 0o700:
+    """Create ``path`` 0700 (parents as needed); an existing one must already be private.
+
+    Only a directory created here is chmodded (to undo an unusual umask); an existing one
+    is checked and never changed.
+
+    Raises:
+        UnsafeHome: ``path`` exists but is not private (see :func:`check_private_dir`).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        check_private_dir(path)
+        return
+    if stat.S_IMODE(path.stat().st_mode) != 0o700:
         os.chmod(path, 0o700)
 
 
 def ensure_private_file(path: Path) -> None:
-    """Create ``path`` if missing and make sure it is 0600."""
+    """Create ``path`` if missing and make sure it is 0600 (files inside chit's home)."""
     if not path.exists():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         os.close(fd)
