@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chit.errors import ExitCode
-from chit.home import Home
+from chit.home import Home, UnsafeHome
 from chit.store import (
     SCHEMA_VERSION,
     Store,
@@ -67,14 +67,23 @@ def test_file_modes_private(home: Home) -> None:
             assert _mode(path) == 0o600, suffix
 
 
-def test_loose_modes_are_tightened(home: Home) -> None:
-    home.root.mkdir(mode=0o755)
-    home.root.chmod(0o755)
+def test_loose_file_mode_in_a_private_home_is_tightened(home: Home) -> None:
+    home.root.mkdir(mode=0o700)
     home.db_path.touch()
     home.db_path.chmod(0o644)
     Store.open(home).close()
     assert _mode(home.root) == 0o700
     assert _mode(home.db_path) == 0o600
+
+
+def test_open_home_is_refused_and_left_alone(home: Home) -> None:
+    # Someone else's (or a shared) directory is never chmodded: chit refuses it.
+    home.root.mkdir(mode=0o755)
+    home.root.chmod(0o755)
+    with pytest.raises(UnsafeHome, match="mode 0755"):
+        Store.open(home)
+    assert _mode(home.root) == 0o755
+    assert not home.db_path.exists()
 
 
 def test_migrations_idempotent(home: Home) -> None:

@@ -176,17 +176,20 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def open_sidecar_db(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_utils.Database:
     """Open (creating and migrating if needed) the sidecar store at ``path``.
 
+    A new file is created with its whole schema before it becomes visible at ``path``
+    (``chit.store.db.create_complete``), so nobody ever reads a half-built store.
+
     Raises:
         StoreTooNew: the file was written by a newer chit.
         StoreError: (or a subclass) the file cannot be opened or is damaged.
     """
-    db = connect(path, timeout=timeout)
+    db = connect(path, timeout=timeout, build=_migrate)
     try:
         version = user_version(db)
         if version > SCHEMA_VERSION:
             raise StoreTooNew(f"{path} is from a newer chit (sidecar schema {version})")
         if version < SCHEMA_VERSION:
-            _migrate(db)
+            _migrate(db)  # re-checks the version under the write lock
     except BaseException:
         db.close()
         raise

@@ -21,7 +21,7 @@ import mcp_types as t
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 
-from chit.home import Home, ensure_private_file
+from chit.home import Home
 from chit.sidecar import decisions
 from chit.sidecar.contract import TOOL_FIELDS, ContractError, validate
 from chit.sidecar.gateway import ReceiptGateway
@@ -161,8 +161,8 @@ def build_sidecar_server(
     if is_postgres_url(str(sidecar_path or "")):
         tasks_db = str(sidecar_path)
     else:
-        tasks_db = home.root / "sidecar-tasks.db"
-        ensure_private_file(tasks_db)  # SQLite's side files inherit the mode: 0600 throughout
+        # The task store creates its file 0600 with the schema in place.
+        tasks_db = home.ensure().root / "sidecar-tasks.db"
     runtime = TaskRuntime(tasks_db, max_argument_bytes=1 << 20)
     register_ask(runtime, service)
     server = build_server(

@@ -16,22 +16,33 @@ Settings and their reasons (measured in ``notes/reliability.md`` §2):
 * Reads are short: fetch all rows, then return. A cursor kept open across calls pins the
   WAL (91 MB after 20k inserts, measured).
 
+A new file is never visible half-built: ``create_complete`` builds the schema in a
+private temporary file beside it and links it into place, so whoever opens the path —
+another chit process, a test, ``sqlite3`` by hand — finds either nothing or the whole
+schema (a reader once saw ``no such table: intents`` in the window between a plain
+create and the first migration).
+
 Connections are bound to the thread that opened them (``check_same_thread``): open one
 per thread (``Store.open`` is cheap) or use ``chit.store.ThreadLocalStore``.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+import tempfile
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from chit.files import NotRegularFile, check_regular
 from chit.home import ensure_private_dir, ensure_private_file
-from chit.store.errors import StoreError, classify
+from chit.store.errors import StoreError, StoreIOError, classify
 
 BUSY_TIMEOUT_S = 15.0
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
@@ -41,21 +52,32 @@ Params = Sequence[Any] | dict[str, Any]
 
 
 def connect(
-    path: Path, *, timeout: float = BUSY_TIMEOUT_S, check_same_thread: bool = True
+    path: Path,
+    *,
+    timeout: float = BUSY_TIMEOUT_S,
+    check_same_thread: bool = True,
+    build: Callable[[sqlite_utils.Database], object] | None = None,
 ) -> sqlite_utils.Database:
-    """Open (creating if needed) the database at ``path`` with chit's settings.
+    """Open the database at ``path`` with chit's settings, creating it complete if missing.
 
-    The directory is made 0700 and the file 0600 *before* SQLite touches it, so the
-    ``-wal``/``-shm`` files SQLite creates inherit 0600 from the main file.
+    A missing file is created by :func:`create_complete` with ``build`` (the schema), so
+    it appears 0600 with its whole schema or not at all. The directory is made 0700 when
+    created (an existing one must already be private).
 
     Raises:
-        StoreError: (or a subclass) if the file cannot be opened or configured.
+        StoreError: (or a subclass) if the file cannot be created, opened or configured.
     """
     ensure_private_dir(path.parent)
+    check_file(path)
+    if not path.exists():
+        create_complete(path, build or (lambda db: None))
     ensure_private_file(path)
     conn: sqlite3.Connection | None = None
     try:
-        conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=check_same_thread)
+        # mode=rw: never let SQLite create a file of its own (0644, no schema) here.
+        conn = sqlite3.connect(
+            file_uri(path, "rw"), uri=True, timeout=timeout, check_same_thread=check_same_thread
+        )
         # execute_plugins=False: chit loads no sqlite-utils plugins, and skipping the
         # entry-point scan keeps a per-thread open cheap.
         db = sqlite_utils.Database(conn, execute_plugins=False)
@@ -69,6 +91,96 @@ def connect(
         raise typed from exc
     tighten_side_files(path)
     return db
+
+
+def check_file(path: Path) -> None:
+    """Refuse a database path that is a FIFO, device or directory (SQLite would hang on a
+    FIFO, or report a misleading "disk I/O error").
+
+    Raises:
+        StoreError: ``path`` exists and is not a regular file.
+    """
+    try:
+        check_regular(path)
+    except NotRegularFile as exc:
+        raise StoreError(f"cannot open the store {path}: {exc.strerror}") from None
+
+
+def file_uri(path: Path, mode: str, **extra: str) -> str:
+    """A ``file:`` URI for ``path`` (quoted: ``?`` and ``#`` are legal in file names)."""
+    query = "&".join([f"mode={mode}", *(f"{k}={v}" for k, v in extra.items())])
+    return f"file:{urllib.parse.quote(str(path.absolute()))}?{query}"
+
+
+def create_complete(path: Path, build: Callable[[sqlite_utils.Database], object]) -> bool:
+    """Create the database ``path`` with its schema, all at once; False if it appeared first.
+
+    The schema is built by ``build`` in a fresh 0600 temporary file in the same directory
+    (rollback journal, ``synchronous=FULL``), the file is switched to WAL and closed, then
+    hard-linked to ``path`` — which fails if ``path`` exists, so two processes creating a
+    home at once never replace each other's file (the loser's copy is discarded).
+
+    Raises:
+        StoreError: (or a subclass) if the file cannot be built or put in place.
+    """
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    except OSError as exc:
+        raise StoreIOError(f"cannot create {path}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        conn = sqlite3.connect(str(tmp), timeout=BUSY_TIMEOUT_S)
+        try:
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=FULL")
+            with translated():
+                build(db)
+                # Last: the WAL flag lives in the header; the log itself stays empty.
+                conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        return _publish(tmp, path)
+    except sqlite3.Error as exc:
+        raise _typed(exc) from exc
+    except OSError as exc:
+        raise StoreIOError(f"cannot create {path}: {exc.strerror or exc}") from exc
+    finally:
+        for leftover in (tmp, *(tmp.with_name(tmp.name + s) for s in SIDE_FILE_SUFFIXES)):
+            with suppress(OSError):
+                leftover.unlink()
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
+
+
+def _publish(tmp: Path, path: Path) -> bool:
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # A file system without hard links: rename instead (a concurrent creator could
+        # then replace ours, a window of microseconds on an unusual setup).
+        if path.exists():
+            return False
+        os.replace(tmp, path)
+    _fsync_dir(path.parent)
+    return True
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Durability of the new name; a platform that cannot open a directory only loses
+    # durability of the link, never consistency.
+    with suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def configure(db: sqlite_utils.Database) -> None:

@@ -284,6 +284,23 @@ def _check_not_newer(db: sqlite_utils.Database) -> None:
         )
 
 
+def current_version(db: sqlite_utils.Database) -> int | None:
+    """The schema version when the file needs no migration, else None (reads only).
+
+    Raises:
+        StoreTooNew: the file was written by a newer chit.
+        StoreCorrupt: the file is not a database.
+    """
+    try:
+        with translated():
+            _check_not_newer(db)
+            if user_version(db) == SCHEMA_VERSION and not migrations.pending(db):
+                return SCHEMA_VERSION
+    except sqlite3.DatabaseError as exc:  # pragma: no cover - translated() covers it
+        raise StoreCorrupt(f"the chit store is damaged: {exc}") from exc
+    return None
+
+
 def migrate(db: sqlite_utils.Database) -> int:
     """Bring the schema up to ``SCHEMA_VERSION``; idempotent and cheap when current.
 

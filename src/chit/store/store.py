@@ -9,6 +9,7 @@ long-lived thread pools use ``ThreadLocalStore``, which opens one per thread laz
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -16,11 +17,20 @@ from types import TracebackType
 import sqlite_utils
 
 from chit.home import Home
-from chit.store.db import BUSY_TIMEOUT_S, connect, quick_check, tighten_side_files, translated
+from chit.store.db import (
+    BUSY_TIMEOUT_S,
+    check_file,
+    connect,
+    quick_check,
+    tighten_side_files,
+    translated,
+)
+from chit.store.errors import StoreError
 from chit.store.intent_repo import IntentRepository
 from chit.store.meta_repo import MetaRepository
-from chit.store.migrations import migrate
+from chit.store.migrations import current_version, migrate
 from chit.store.observation_repo import ObservationRepository
+from chit.store.readonly import connect_readonly
 from chit.store.receipt_repo import ReceiptRepository
 from chit.store.retention import TimelineRetention
 from chit.store.rewrite import TextRewriter
@@ -60,7 +70,8 @@ class Store:
         cls, path: Path, *, timeout: float = BUSY_TIMEOUT_S, check_same_thread: bool = True
     ) -> Store:
         """Open the store at an explicit file path (tests, tools)."""
-        db = connect(path, timeout=timeout, check_same_thread=check_same_thread)
+        # A missing file is created with the whole schema before it becomes visible.
+        db = connect(path, timeout=timeout, check_same_thread=check_same_thread, build=migrate)
         try:
             version = migrate(db)
         except BaseException:
@@ -68,6 +79,47 @@ class Store:
             raise
         tighten_side_files(path)
         return cls(db, path, version)
+
+    @classmethod
+    def open_readonly(cls, home: Home, *, timeout: float = BUSY_TIMEOUT_S) -> Store:
+        """Open the store of ``home`` to read only; create, migrate or change nothing.
+
+        A home without a store reads as an empty one (an in-memory store), so listing a
+        fresh home creates no file. A store from an older chit is migrated first — the
+        one write a read may need — and, if it cannot be written, refused in one line.
+
+        Raises:
+            UnsafeHome: the home exists and is not private.
+            StoreTooNew: the file comes from a newer chit.
+            StoreError: (or a subclass) the file cannot be read.
+        """
+        home.check()
+        path = home.db_path
+        if not path.exists() and not path.is_symlink():
+            check_file(path)
+            return cls.empty()
+        db = connect_readonly(path, timeout=timeout)
+        try:
+            version = current_version(db)
+        except BaseException:
+            db.close()
+            raise
+        if version is not None:
+            return cls(db, path, version)
+        db.close()
+        try:
+            return cls.open(home, timeout=timeout)
+        except StoreError as exc:
+            raise StoreError(
+                f"the store {path} is from an older chit and must be upgraded, but it cannot "
+                f"be written ({exc.message})"
+            ) from exc
+
+    @classmethod
+    def empty(cls) -> Store:
+        """A migrated, empty in-memory store (what a home without a store reads as)."""
+        db = sqlite_utils.Database(sqlite3.connect(":memory:"), execute_plugins=False)
+        return cls(db, Path(":memory:"), migrate(db))
 
     def quick_check(self) -> list[str]:
         """Run ``PRAGMA quick_check``; ``["ok"]`` means the file is sound."""

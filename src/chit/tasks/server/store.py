@@ -19,12 +19,15 @@ is harmless, and they are by far the most frequent writes.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,6 +69,41 @@ def _retry_busy(step: Callable[[], T]) -> T:
             delay = min(delay * 2, 0.5)
 
 
+def _create_complete(path: Path) -> None:
+    """Create the store at ``path`` (0600) with its whole schema before it is visible.
+
+    The schema is built in a private temporary file beside ``path`` and hard-linked into
+    place (``os.link`` fails if ``path`` exists, so two servers starting at once never
+    replace each other's file). A reader therefore never opens a half-built store.
+    (``chit.store.db.create_complete`` does the same for chit's own files; ``chit.tasks``
+    imports nothing of chit, so it keeps this small copy.)
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        db = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous = FULL")
+            migrate(db)
+            db.execute("PRAGMA journal_mode = WAL")
+        finally:
+            db.close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return  # another process created it first; theirs is complete too
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            if not path.exists():  # no hard links here: rename (tiny race, odd setups)
+                os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, *(Path(f"{tmp}{s}") for s in ("-journal", "-wal", "-shm"))):
+            with suppress(OSError):
+                leftover.unlink()
+
+
 def _connect(path: str) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN IMMEDIATE / COMMIT ourselves.
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -90,6 +128,8 @@ class TaskStore:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if not Path(self.path).exists():
+                _create_complete(Path(self.path))
         self._lock = threading.RLock()
         self._db = _connect(self.path)
         _retry_busy(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
