@@ -216,3 +216,25 @@ def test_file_key_store_records_kid_and_reopens(home: Path) -> None:
     assert recorded_kid(Home(home)) is not None
     env = {"CHIT_KEY_STORE": "file"}
     assert Registry.for_home(Home(home), environ=env).resolve("fs").env == {"API_TOKEN": "t0k"}
+
+
+def test_servers_add_and_remove_keep_a_hand_edited_config(home: Path) -> None:
+    # config.toml is edited through tomlkit: comments and layout survive add and remove.
+    home.mkdir(mode=0o700)
+    original = (
+        "# my chit settings\n"
+        "[tui]\n"
+        'theme = "nord"  # easier on the eyes\n'
+        "\n"
+        "# servers I use every day\n"
+        "[servers.mine]\n"
+        'transport = "stdio"\n'
+        'command = "my-server"  # from ~/bin\n'
+    )
+    (home / "config.toml").write_text(original)
+    assert run(home, "servers", "add", "extra", "--command", "echo").exit_code == 0
+    after_add = (home / "config.toml").read_text()
+    assert after_add.startswith(original)
+    assert "[servers.extra]" in after_add
+    assert run(home, "servers", "remove", "extra").exit_code == 0
+    assert (home / "config.toml").read_text().rstrip("\n") == original.rstrip("\n")

@@ -172,7 +172,7 @@ def test_entry_shape_errors(registry: Registry, tmp_path: Path) -> None:
 
 
 def test_only_skips_leaves_config_untouched(registry: Registry, tmp_path: Path) -> None:
-    registry.path.parent.mkdir(parents=True)
+    registry.path.parent.mkdir(parents=True, mode=0o700)
     registry.path.write_text("# my comment\n[settings]\nx = 1\n")
     before = registry.path.read_bytes()
     source = tmp_path / "mcp.json"

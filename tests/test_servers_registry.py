@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from chit.errors import Conflict, NotFound, UsageError
@@ -55,7 +55,7 @@ def test_round_trip(registry: Registry) -> None:
 
 
 def test_unknown_tables_preserved(registry: Registry) -> None:
-    registry.path.parent.mkdir(parents=True)
+    registry.path.parent.mkdir(parents=True, mode=0o700)
     registry.path.write_text(
         'version = 1\n[settings]\ntheme = "dark"\npoll = { floor = 0.5, ceiling = 30 }\n'
         '[[future.hooks]]\nname = "a"\n[[future.hooks]]\nname = "b"\n'
@@ -169,7 +169,7 @@ def test_env_references_expand_at_resolve(registry: Registry) -> None:
 
 
 def test_invalid_config_is_a_config_error(registry: Registry) -> None:
-    registry.path.parent.mkdir(parents=True)
+    registry.path.parent.mkdir(parents=True, mode=0o700)
     registry.path.write_text('[servers.x]\ntransport = "stdio"\n')
     with pytest.raises(ConfigError, match=r"servers\.x.*needs a command"):
         registry.servers()
@@ -223,8 +223,52 @@ _values = st.recursive(
 
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(_keys, _values, max_size=4))
+# Once written unquoted (a `$`-anchored bare-key regex matched before the "\n"), after
+# which the file no longer parsed; CI found it only by chance.
+@example({"0\n": ""})
+@example({"servers": {"x\n": {"transport": "stdio"}}})
 def test_emitter_round_trips(document: dict[str, Any]) -> None:
     assert tomllib.loads(toml_io.dumps(document)) == document
+
+
+COMMENTED = """# chit config — edited by hand
+version = 1  # keep
+
+[settings]
+# the theme I like
+theme = "dark"
+
+# production servers below
+[servers.old]  # retiring soon
+transport = "http"
+url = "https://old.example/mcp"
+
+[servers.keep]
+# do not touch
+transport = "stdio"
+command = "x"   # aligned on purpose
+"""
+
+
+def test_commented_config_keeps_its_comments(registry: Registry) -> None:
+    registry.path.parent.mkdir(parents=True, mode=0o700)
+    registry.path.write_text(COMMENTED)
+    registry.add(stdio())
+    text = registry.path.read_text()
+    assert text.startswith(COMMENTED), text  # everything before is byte for byte intact
+    assert tomllib.loads(text)["servers"]["fs"]["command"] == "npx"
+    registry.remove("old")
+    text = registry.path.read_text()
+    for kept in [
+        "# chit config — edited by hand",
+        "version = 1  # keep",
+        "# the theme I like",
+        "# do not touch",
+        'command = "x"   # aligned on purpose',
+    ]:
+        assert kept in text
+    assert "retiring soon" not in text and "old.example" not in text
+    assert list(tomllib.loads(text)["servers"]) == ["keep", "fs"]
 
 
 def test_emitter_arrays_of_tables() -> None:

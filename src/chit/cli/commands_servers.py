@@ -147,8 +147,18 @@ def add_server(
 @click.pass_context
 def remove_server(ctx: click.Context, name: str) -> None:
     """Unregister server NAME (receipts that name it are kept)."""
-    removed = _registry(ctx).remove(name)
-    click.echo(f"removed {removed.name}", err=True)
+    from chit.servers import ConfigError
+
+    registry = _registry(ctx)
+    try:
+        removed = registry.remove(name).name
+    except ConfigError:
+        # The file holds a table no chit can read (perhaps this very one, e.g. a name
+        # with a newline written by an older chit): removing it is the way out.
+        if not registry.remove_unparsable(name):
+            raise
+        removed = name
+    click.echo(f"removed {removed!r}" if "\n" in removed else f"removed {removed}", err=True)
 
 
 @servers.command("import")

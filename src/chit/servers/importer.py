@@ -7,7 +7,6 @@ leaves the registry exactly as it was. See ``docs/servers.md`` for the rules.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from chit.errors import UsageError
+from chit.files import MIB, read_regular
+from chit.inputs import parse_json
 from chit.servers.registry import Registry
 from chit.servers.resolve import references
 from chit.servers.spec import ServerSpec, valid_name
@@ -24,6 +25,9 @@ _HTTP_TYPES = frozenset({"http", "streamable-http", "streamablehttp", "streamabl
 # Keys each host format defines that chit understands; anything else is reported as ignored.
 _STDIO_KEYS = frozenset({"type", "command", "args", "env", "cwd", "envFile"})
 _HTTP_KEYS = frozenset({"type", "url", "headers"})
+MAX_IMPORT_BYTES = 16 * MIB
+"""An ``mcpServers`` file larger than this is refused (real ones are a few KiB)."""
+MAX_ENV_FILE_BYTES = 1 * MIB
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,15 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """Parse a ``.env`` file: ``KEY=VALUE`` lines, ``#`` comments, optional ``export``."""
+    """Parse a ``.env`` file: ``KEY=VALUE`` lines, ``#`` comments, optional ``export``.
+
+    Raises:
+        OSError: unreadable, not a regular file (a FIFO, ``/dev/zero``) or over 1 MiB.
+        UnicodeDecodeError: not UTF-8.
+    """
     out: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    text = read_regular(path, limit=MAX_ENV_FILE_BYTES).decode("utf-8")
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
@@ -149,8 +159,10 @@ def _convert(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]
             path = (_env_file_base(source) / Path(env_file).expanduser()).resolve()
             try:
                 env = read_env_file(path)
-            except (OSError, UnicodeDecodeError) as exc:
-                raise _Skip(f"envFile {env_file} cannot be read: {exc}") from None
+            except OSError as exc:
+                raise _Skip(f"envFile {env_file} cannot be read: {exc.strerror or exc}") from None
+            except UnicodeDecodeError:
+                raise _Skip(f"envFile {env_file} cannot be read: it is not UTF-8") from None
             notes.append(f"read {len(env)} variable(s) from envFile {env_file}")
         # Explicit env wins over the file, as in Cursor.
         env |= _string_map(entry.get("env", {}), "env")
@@ -213,13 +225,10 @@ def load_mcp_servers(path: Path) -> dict[str, Any]:
         UsageError: the file cannot be read, is not JSON, or has no ``mcpServers`` object.
     """
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, limit=MAX_IMPORT_BYTES)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        document = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not valid JSON: {exc}") from None
+    document = parse_json(raw, str(path))
     servers = document.get("mcpServers") if isinstance(document, dict) else None
     if not isinstance(servers, dict):
         raise UsageError(f'{path} has no "mcpServers" object')

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tomlkit
 from pydantic import ValidationError
+from tomlkit.toml_document import TOMLDocument
 
 from chit.errors import Conflict, NotFound
 from chit.home import Home
@@ -149,15 +151,47 @@ class Registry:
         ``change`` mutates the dict it is given; if it raises, nothing is written.
         """
         with toml_io.locked(self.path):
-            document = self.document()
-            servers = _parse_servers(document, self.path)
+            plain, document = toml_io.read_for_edit(self.path)
+            servers = _parse_servers(plain, self.path)
             before = dict(servers)
             result = change(servers)
             if servers == before:
-                return result  # nothing changed: leave the file (and its comments) alone
-            document[SERVERS] = {name: servers[name].to_toml() for name in sorted(servers)}
+                return result  # nothing changed: leave the file alone
+            _write_back(document, before, servers)
             toml_io.atomic_write(self.path, toml_io.dumps(document))
         return result
+
+    def remove_unparsable(self, name: str) -> bool:
+        """Delete ``[servers.NAME]`` without validating it; True if it was there.
+
+        The way out of a table no chit can read (an invalid name or entry written by
+        hand, or by an older chit): every other command refuses the whole file.
+        """
+        with toml_io.locked(self.path):
+            plain, document = toml_io.read_for_edit(self.path)
+            table = plain.get(SERVERS)
+            if not isinstance(table, dict) or name not in table:
+                return False
+            del document[SERVERS][name]
+            toml_io.atomic_write(self.path, toml_io.dumps(document))
+        return True
+
+
+def _write_back(
+    document: TOMLDocument, before: Mapping[str, ServerSpec], after: Mapping[str, ServerSpec]
+) -> None:
+    """Apply the change to the editable document: only the server tables that changed.
+
+    Comments and layout elsewhere in the file, and in untouched server tables, survive.
+    """
+    if SERVERS not in document:
+        document[SERVERS] = tomlkit.table(is_super_table=True)
+    table: Any = document[SERVERS]  # a table, or an inline table written by hand
+    for name in [n for n in before if n not in after]:
+        del table[name]
+    for name, spec in after.items():
+        if before.get(name) != spec:
+            table[name] = spec.to_toml()
 
 
 def _parse_servers(document: Mapping[str, Any], path: Path) -> dict[str, ServerSpec]:

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from chit.errors import UsageError
 from chit.redaction import REGISTRY, Secret, config_secrets
 from chit.servers.secrets import Sealer, SealerFactory, open_value
-from chit.servers.spec import ServerSpec, Transport, is_sealed, is_secret_env
+from chit.servers.spec import (
+    ServerSpec,
+    Transport,
+    env_problem,
+    header_problem,
+    is_sealed,
+    is_secret_env,
+)
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -117,6 +124,13 @@ def resolve(
         if is_sealed(spec.env[key]) or is_secret_env(key, opened):
             secrets += config_secrets(spec.name, "env", key, opened)
     REGISTRY.remember_server(spec.name, secrets)
+    # Opened and expanded values are checked again: ${VAR} may bring a line break in.
+    for problem in (
+        *(header_problem(k, v) for k, v in headers.items()),
+        *(env_problem(k, v) for k, v in env.items()),
+    ):
+        if problem:
+            raise UsageError(f"server {spec.name!r}: {problem}")
     return ResolvedServer(
         name=spec.name,
         transport=spec.transport,

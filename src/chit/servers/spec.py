@@ -13,14 +13,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from chit import inputs
+
 Transport = Literal["stdio", "http"]
 """The transports chit connects with (SSE is deprecated by MCP and not supported)."""
 
 SEALED_PREFIX = "sealed:v1:"
 """Marks a value sealed with the vault; the rest is the base64 of the vault blob."""
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-"""A server name: safe as a TOML key, a CLI argument, a file name and in the AAD."""
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP header name: an RFC 9110 token (no ``:``, spaces or control characters)."""
 
 # Name fragments that mark an environment variable as secret. Matching is on the
 # upper-cased name split into ``_``/``-``/``.`` separated words *and* on substrings for
@@ -65,8 +67,44 @@ def is_sealed(value: str) -> bool:
 
 
 def valid_name(name: str) -> bool:
-    """Return True when ``name`` is an acceptable server name."""
-    return bool(NAME_RE.match(name))
+    """Return True when ``name`` is an acceptable server name (see ``chit.inputs``)."""
+    return inputs.valid_name(name)
+
+
+def _control(text: str, allowed: str = "") -> str | None:
+    """The first control character of ``text`` (other than ``allowed``), or None."""
+    for ch in text:
+        if (ord(ch) < 0x20 or ord(ch) == 0x7F) and ch not in allowed:
+            return ch
+    return None
+
+
+def header_problem(name: str, value: str | None = None) -> str | None:
+    """Why ``name: value`` cannot be sent as an HTTP header, or None when it can.
+
+    A CR or LF in a value would end the header early (header injection); a ``:`` or a
+    space in a name cannot be sent at all. Both used to be accepted by ``servers add``
+    and fail only at connect time as "unexpected failure: ExceptionGroup".
+    """
+    if not _HEADER_NAME.fullmatch(name):
+        return (
+            f"invalid header name {name!r}: use letters, digits and !#$%&'*+.^_`|~- "
+            "(no ':', spaces or control characters)"
+        )
+    if value is not None:
+        bad = _control(value, allowed="\t") or inputs.first_surrogate(value)
+        if bad is not None:
+            return f"the value of header {name!r} contains {bad!r}, which cannot be sent"
+    return None
+
+
+def env_problem(name: str, value: str | None = None) -> str | None:
+    """Why ``name=value`` cannot be put in a process environment, or None when it can."""
+    if not name or "=" in name or "\0" in name or inputs.first_surrogate(name) is not None:
+        return f"invalid environment variable name {name!r}"
+    if value is not None and ("\0" in value or inputs.first_surrogate(value) is not None):
+        return f"the value of environment variable {name!r} contains a NUL or invalid text"
+    return None
 
 
 class ServerSpec(BaseModel):
@@ -101,10 +139,48 @@ class ServerSpec(BaseModel):
     @classmethod
     def _check_name(cls, value: str) -> str:
         if not valid_name(value):
-            raise ValueError(
-                f"invalid server name {value!r}: use 1-64 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit"
-            )
+            raise ValueError(f"invalid server name {value!r}: {inputs.NAME_RULE}")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            # A sealed value is checked before sealing and again once opened.
+            problem = header_problem(key, None if is_sealed(text) else text)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            problem = env_problem(key, None if is_sealed(text) else text)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    @field_validator("command", "cwd")
+    @classmethod
+    def _check_plain(cls, value: str | None) -> str | None:
+        if value is not None and ("\0" in value or inputs.first_surrogate(value) is not None):
+            raise ValueError(f"{value!r} contains a NUL or invalid text")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and (_control(value) or inputs.first_surrogate(value)):
+            raise ValueError(f"url {value!r} contains a control character or invalid text")
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arg in value:
+            if "\0" in arg or inputs.first_surrogate(arg) is not None:
+                raise ValueError(f"argument {arg!r} contains a NUL or invalid text")
         return value
 
     @model_validator(mode="after")

@@ -1,26 +1,31 @@
 """Reading and atomically writing ``config.toml``.
 
-Reading uses the standard library's ``tomllib``. Writing uses a small emitter for the
-subset of TOML a parsed document can contain (tables, arrays of tables, strings, numbers,
-booleans, dates and inline arrays): it avoids a dependency, and ``tomllib`` reading our
-own output back is what the tests check. Comments and formatting of a hand-edited file are
-not preserved; the *content* of every table, known or not, is.
+Reading parses with the standard library's ``tomllib`` (strict, and what validation
+trusts). Editing goes through ``tomlkit``, which keeps a hand-edited file's comments,
+order and formatting: ``chit servers add`` changes its one table and nothing else.
+Every read opens the file non-blocking, checks it is a regular file and caps its size
+(``chit.files``), so a FIFO or a device named ``config.toml`` is an error, not a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import math
 import os
-import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.toml_document import TOMLDocument
+
 from chit.errors import ChitError, ExitCode
+from chit.files import MIB, read_regular
 from chit.home import ensure_private_dir
+
+MAX_CONFIG_BYTES = 4 * MIB
+"""A config file larger than this is refused (a hand-written one is a few KiB)."""
 
 
 class ConfigError(ChitError):
@@ -29,87 +34,31 @@ class ConfigError(ChitError):
     exit_code = ExitCode.STORE
 
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f"}
-_ESCAPES["\r"] = "\\r"
-
-
-def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
-
-
-def _string(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _value(value: Any) -> str:
-    # bool before int: bool is an int subclass.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return _string(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-
-def _is_table(value: Any) -> bool:
-    return isinstance(value, Mapping)
-
-
-def _is_table_array(value: Any) -> bool:
-    return (
-        isinstance(value, list | tuple)
-        and len(value) > 0
-        and all(isinstance(v, Mapping) for v in value)
-    )
-
-
-def _emit(path: list[str], table: Mapping[str, Any], lines: list[str], header: str) -> None:
-    scalars = [(k, v) for k, v in table.items() if not (_is_table(v) or _is_table_array(v))]
-    children = [(k, v) for k, v in table.items() if _is_table(v) or _is_table_array(v)]
-    # A header is needed for the table's own keys, and for an empty table (it would be
-    # lost otherwise); a table holding only sub-tables is implied by their headers.
-    if path and (scalars or not children or header.startswith("[[")):
-        if lines:
-            lines.append("")
-        lines.append(header)
-    lines.extend(f"{_key(k)} = {_value(v)}" for k, v in scalars)
-    for k, v in children:
-        sub = [*path, k]
-        dotted = ".".join(_key(p) for p in sub)
-        if _is_table(v):
-            _emit(sub, v, lines, f"[{dotted}]")
-        else:
-            for item in v:
-                _emit(sub, item, lines, f"[[{dotted}]]")
-
-
 def dumps(document: Mapping[str, Any]) -> str:
-    """Serialize a parsed TOML document (as ``tomllib`` returns it) back to TOML text."""
-    lines: list[str] = []
-    _emit([], document, lines, "")
-    return "\n".join(lines) + "\n" if lines else ""
+    """Serialize a TOML document (a ``tomlkit`` document, or plain data) to TOML text."""
+    return tomlkit.dumps(document)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        data = read_regular(path, limit=MAX_CONFIG_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: it is not UTF-8 ({exc.reason})") from exc
+
+
+def _parse(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path} is not valid TOML: it is nested too deeply") from None
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -118,16 +67,25 @@ def read(path: Path) -> dict[str, Any]:
     Raises:
         ConfigError: if the file cannot be read or is not valid TOML.
     """
+    text = _read_text(path)
+    return {} if text is None else _parse(path, text)
+
+
+def read_for_edit(path: Path) -> tuple[dict[str, Any], TOMLDocument]:
+    """Return ``path`` parsed twice: plain data (validated) and an editable ``tomlkit``
+    document that writes back with the file's comments and layout.
+
+    Raises:
+        ConfigError: if the file cannot be read or is not valid TOML.
+    """
+    text = _read_text(path)
+    if text is None:
+        return {}, tomlkit.document()
+    plain = _parse(path, text)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        return plain, tomlkit.parse(text)
+    except (TOMLKitError, RecursionError) as exc:  # tomllib accepted it
+        raise ConfigError(f"{path} cannot be edited: {exc}") from exc
 
 
 def atomic_write(path: Path, text: str) -> None:

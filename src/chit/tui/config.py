@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-import tomllib
+import math
 from dataclasses import dataclass, field
 
 from chit.home import Home
@@ -33,16 +33,29 @@ class TuiSettings:
 
 def load_settings(home: Home) -> TuiSettings:
     """Read ``[tui]`` and ``[keymap]``; a missing or broken file yields the defaults."""
+    from chit.servers.toml_io import ConfigError, read
+
     try:
-        with home.config_path.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+        # Non-blocking, type-checked, size-capped: a FIFO here must not hang the TUI.
+        doc = read(home.config_path)
+    except ConfigError:
         return TuiSettings()
     tui: dict[str, object] = doc["tui"] if isinstance(doc.get("tui"), dict) else {}
     keymap: dict[str, object] = doc["keymap"] if isinstance(doc.get("keymap"), dict) else {}
     return TuiSettings(
         theme=str(tui.get("theme", DEFAULT_THEME)),
         bell=bool(tui.get("bell", True)),
-        tick=max(0.25, float(str(tui.get("tick", 1.0)))),
+        tick=_tick(tui.get("tick", 1.0)),
         keymap={str(k): str(v) for k, v in keymap.items()},
     )
+
+
+def _tick(value: object) -> float:
+    """``[tui] tick`` as seconds in [0.25, 60]; anything else (text, nan, inf) is 1.0."""
+    try:
+        seconds = float(str(value))
+    except ValueError:
+        return 1.0
+    if not math.isfinite(seconds):
+        return 1.0
+    return min(60.0, max(0.25, seconds))
