@@ -49,7 +49,7 @@ def receipts(
     now = clock.now()
     selected = [LifecycleState(s) for s in states] or None
     items = []
-    with open_store(ctx) as store:
+    with open_store(ctx, readonly=True) as store:
         cursor: str | None = None
         while True:
             page = store.receipts.list(
@@ -79,7 +79,7 @@ def show(ctx: click.Context, receipt: str, as_json: bool) -> None:
     from chit.cli.output import emit_json, observation_json, receipt_detail, receipt_json
 
     now = clock.now()
-    with open_store(ctx) as store:
+    with open_store(ctx, readonly=True) as store:
         found = store.receipts.get_by_prefix(receipt)
         timeline = store.observations.timeline(found.receipt_id)
     if as_json:
@@ -111,7 +111,7 @@ def export(ctx: click.Context, as_jsonl: bool, timeline: bool) -> None:
     from chit.cli.output import emit_jsonl, observation_json, receipt_json
 
     now = clock.now()
-    with open_store(ctx) as store:
+    with open_store(ctx, readonly=True) as store:
         cursor: str | None = None
         while True:
             page = store.receipts.list(limit=500, after=cursor)

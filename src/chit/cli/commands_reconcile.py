@@ -56,7 +56,7 @@ def intents(ctx: click.Context, as_json: bool, show_all: bool) -> None:
         return
     from chit.receipts import IntentState
 
-    with open_store(ctx) as store:
+    with open_store(ctx, readonly=True) as store:
         rows = store.intents.list() if show_all else store.intents.list(IntentState.UNKNOWN)
         rows += [] if show_all else store.intents.list(IntentState.SENDING)
     if as_json:

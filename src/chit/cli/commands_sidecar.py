@@ -136,8 +136,11 @@ def token_list(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([r.__dict__ for r in rows], indent=2))
         return
+    from chit.inputs import valid_name
+
     for r in rows:
-        click.echo(f"{r.name}\tcreated {r.created_at}\tlast used {r.last_used_at or '-'}")
+        name = r.name if valid_name(r.name) else repr(r.name)  # a legacy name with a "\n"
+        click.echo(f"{name}\tcreated {r.created_at}\tlast used {r.last_used_at or '-'}")
 
 
 @token.command("remove")
@@ -174,12 +177,10 @@ def decisions_cmd(ctx: click.Context, include_done: bool, as_json: bool) -> None
 @click.pass_context
 def decide_cmd(ctx: click.Context, decision_id: str, answer: str) -> None:
     """Answer a pending decision; the asking task completes with the answer."""
+    from chit.inputs import parse_json
     from chit.sidecar import decisions
 
-    try:
-        value = json.loads(answer)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--json is not valid JSON: {exc}") from exc
+    value = parse_json(answer, "--json")
     with _store(ctx) as store:
         done = decisions.decide(store.db, decision_id, value)
     click.echo(json.dumps(done.to_dict()))

@@ -18,10 +18,17 @@ def home_of(ctx: click.Context) -> Home:
 
 
 @contextmanager
-def open_store(ctx: click.Context) -> Iterator[Store]:
-    """Open (creating if needed) the store under the home, and close it afterwards."""
-    home = home_of(ctx).ensure()
-    store = Store.open(home)
+def open_store(ctx: click.Context, *, readonly: bool = False) -> Iterator[Store]:
+    """Open the store under the home, and close it afterwards.
+
+    Args:
+        ctx: The command's context.
+        readonly: Read only: create, migrate or change nothing (``Store.open_readonly``),
+            so the command works on a home it cannot write. Otherwise the home and the
+            store are created if needed.
+    """
+    home = home_of(ctx)
+    store = Store.open_readonly(home) if readonly else Store.open(home.ensure())
     try:
         yield store
     finally:

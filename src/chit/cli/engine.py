@@ -7,7 +7,6 @@ fast. Settings from the environment: ``CHIT_TASK_MODE`` (auto | legacy | 2026),
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,6 +15,7 @@ import click
 
 from chit.cli.context import home_of
 from chit.errors import ExitCode, UsageError
+from chit.inputs import parse_json
 
 if TYPE_CHECKING:
     from chit.engine import Engine
@@ -93,11 +93,12 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def json_object(text: str, option: str) -> dict[str, Any]:
-    """Parse an option's JSON object, or say which option is wrong and why (exit 2)."""
-    try:
-        loaded = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"{option} is not valid JSON: {exc}") from exc
+    """Parse an option's JSON object, or say which option is wrong and why (exit 2).
+
+    Standard JSON only (``chit.inputs.parse_json``): no NaN/Infinity, bounded nesting,
+    no lone surrogates — what a server could not be sent is refused here, not later.
+    """
+    loaded = parse_json(text, option)
     if not isinstance(loaded, dict):
         raise UsageError(f"{option} must be a JSON object")
     return loaded
@@ -111,9 +112,9 @@ def parse_arguments(args_json: str | None, pairs: tuple[str, ...]) -> dict[str, 
         if not sep or not name:
             raise UsageError(f"--arg expects NAME=VALUE, got {pair!r}")
         try:
-            arguments[name] = json.loads(raw)
-        except ValueError:
-            arguments[name] = raw
+            arguments[name] = parse_json(raw, f"--arg {name}")
+        except UsageError:
+            arguments[name] = raw  # not (acceptable) JSON: the text itself
     return arguments
 
 

@@ -9,20 +9,63 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import click
 
 from chit import __version__
 from chit.errors import ChitError, ExitCode
+from chit.inputs import first_surrogate
 
 
 class ChitGroup(click.Group):
-    """A click group that maps chit errors to one stderr line and an exit code."""
+    """A click group that maps chit errors to one stderr line and an exit code.
+
+    click's own errors are reported the same way: a usage error is one line and exit 2
+    (click prints three: usage, a hint and the error), and an argument that is not valid
+    UTF-8 is refused before any command sees it.
+    """
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; with ``standalone_mode`` (the default) exit when done."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, False, **extra)
+        for position, arg in enumerate(argv, start=1):
+            bad = first_surrogate(arg)
+            if bad is not None:
+                fail(
+                    f"argument {position} is not valid UTF-8 (it holds byte "
+                    f"0x{ord(bad) & 0xFF:02x}); pass text in UTF-8",
+                    ExitCode.USAGE,
+                )
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # A group named without a command (``chit servers``): its help, not an error.
+            click.echo(exc.format_message(), err=True)
+            sys.exit(int(ExitCode.USAGE))
+        except click.UsageError as exc:
+            fail(usage_line(exc), ExitCode.USAGE)
+        except click.ClickException as exc:  # e.g. a click.File that cannot be opened
+            fail(exc.format_message(), ExitCode.USAGE)
+        except click.exceptions.Abort:
+            fail("aborted", ExitCode.INTERNAL)
+        # Commands return None; an int is click's own exit code (--help, --version).
+        sys.exit(code if isinstance(code, int) else int(ExitCode.OK))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            super().invoke(ctx)
+            return None  # see main(): only click's Exit yields an exit code
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ChitError as exc:
@@ -46,16 +89,38 @@ class ChitGroup(click.Group):
             )
 
 
-def fail(message: str, code: ExitCode) -> None:
-    """Print ``chit: message`` on stderr and exit with ``code``.
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """Print ``chit: message`` on stderr — one line, whatever it holds — and exit.
 
     The message is redacted (``chit.redaction``): an unexpected error can quote what a
     server sent, task handle included.
     """
     from chit.redaction import redact
 
-    click.echo(f"chit: {redact(message)}", err=True)
+    click.echo(f"chit: {one_line(redact(message))}", err=True)
     sys.exit(int(code))
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: whitespace runs become a space, other control
+    characters (terminal escapes included) and lone surrogates become ``\\xNN`` escapes."""
+    out: list[str] = []
+    for ch in " ".join(text.split()):
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000:
+            out.append(f"\\x{code & 0xFF:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def usage_line(exc: click.UsageError) -> str:
+    """click's usage error as one line, pointing at the command's ``--help``."""
+    where = exc.ctx.command_path if exc.ctx is not None else "chit"
+    message = exc.format_message().rstrip(".")
+    if message and message[0].isupper() and not message[:2].isupper():
+        message = message[0].lower() + message[1:]
+    return f"{message} (see '{where} --help')"
 
 
 @click.group(cls=ChitGroup, invoke_without_command=True)

@@ -13,9 +13,10 @@ stdio (and ``--http --no-auth``) has one implicit principal, :data:`LOCAL_PRINCI
 from __future__ import annotations
 
 import hashlib
-import re
+import logging
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import anyio
@@ -23,11 +24,16 @@ from mcp.server.auth.provider import AccessToken
 
 from chit import clock
 from chit.errors import Conflict, NotFound, UsageError
+from chit.inputs import check_name
 from chit.sidecar.sql import SidecarDb, fetch_all, fetch_one, immediate, open_database, write
+from chit.store import StoreError
+
+log = logging.getLogger(__name__)
 
 LOCAL_PRINCIPAL = "local"
 TOKEN_PREFIX = "chit_sc_"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+LAST_USED_RESOLUTION_S = 60.0
+"""``last_used_at`` is written at most this often per token (a write per request is waste)."""
 
 
 def token_hash(token: str) -> str:
@@ -56,8 +62,9 @@ def add_token(db: SidecarDb, name: str, *, replace: bool = False) -> str:
         UsageError: the name is not 1-64 of ``A-Z a-z 0-9 . _ -``.
         Conflict: the name exists and ``replace`` is False.
     """
-    if not _NAME.match(name) or name == LOCAL_PRINCIPAL:
-        raise UsageError(f"invalid token name {name!r}: use 1-64 letters, digits, '.', '_', '-'")
+    if name == LOCAL_PRINCIPAL:
+        raise UsageError(f"invalid token name {name!r}: it is reserved for the stdio principal")
+    check_name(name, "token")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with immediate(db):
         exists = fetch_one(db, "SELECT 1 FROM principals WHERE name = ?", [name]) is not None
@@ -96,6 +103,32 @@ def lookup(db: SidecarDb, token: str) -> str | None:
     return str(row["name"]) if row is not None else None
 
 
+def authenticate(db: SidecarDb, token: str) -> str | None:
+    """Return the name of the token and record that it was used now; None if unknown.
+
+    ``last_used_at`` (shown by ``chit sidecar token list``) is refreshed at most once per
+    :data:`LAST_USED_RESOLUTION_S`, so a busy agent does not cost a write per request.
+    """
+    digest = token_hash(token)
+    row = fetch_one(db, "SELECT name, last_used_at FROM principals WHERE token_hash = ?", [digest])
+    if row is None:
+        return None
+    now = clock.now()
+    last = row["last_used_at"]
+    stale_before = clock.iso(now - timedelta(seconds=LAST_USED_RESOLUTION_S))
+    if last is None or str(last) < stale_before:
+        try:
+            with immediate(db):
+                write(
+                    db,
+                    "UPDATE principals SET last_used_at = ? WHERE token_hash = ?",
+                    [clock.iso(now), digest],
+                )
+        except StoreError as exc:  # bookkeeping only: never refuse a valid token for it
+            log.warning("could not record the use of token %r: %s", str(row["name"]), exc)
+    return str(row["name"])
+
+
 class SidecarTokenVerifier:
     """The MCP SDK ``TokenVerifier`` over the ``principals`` table.
 
@@ -112,7 +145,7 @@ class SidecarTokenVerifier:
         def find() -> str | None:
             db = open_database(self._path)
             try:
-                return lookup(db, token)
+                return authenticate(db, token)
             finally:
                 db.close()
 

@@ -23,7 +23,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
-from chit.home import ensure_private_dir
+from chit.files import KIB, FileTooLarge, NotRegularFile, open_regular, read_fd
+from chit.home import UnsafeHome, ensure_private_dir
 from chit.vault.errors import KeyStoreUnavailable
 
 log = logging.getLogger("chit.vault")
@@ -39,6 +40,7 @@ _WRAP_AAD = b"chit data key file v1"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _POSIX = os.name == "posix"
+MAX_KEY_FILE_BYTES = 64 * KIB
 
 
 class FileKeyStore:
@@ -98,18 +100,28 @@ class FileKeyStore:
         try:
             if not _atomic_write_private(self.path, payload):
                 log.info("key file %s already exists; keeping it", self.path)
-        except OSError as exc:
+        except (OSError, UnsafeHome) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else exc.message
             raise KeyStoreUnavailable(
-                f"cannot write the key file {self.path} ({exc.strerror or exc})",
+                f"cannot write the key file {self.path} ({why or exc})",
                 fix=f"make {self.path.parent} writable by you, or choose another CHIT_HOME",
                 backend="file",
             ) from exc
 
     def _read_private(self) -> bytes | None:
+        # Non-blocking open, type checked on the descriptor: a FIFO named data-key.json
+        # once hung every command (doctor included) waiting for a writer.
         try:
-            fd = os.open(self.path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+            with open_regular(self.path, nofollow=True) as (fd, st):
+                return self._read_checked(fd, st)
         except FileNotFoundError:
             return None
+        except NotRegularFile as exc:
+            raise self._refuse(
+                f"is not a regular file ({exc.strerror})", f"remove or replace {self.path}"
+            ) from exc
+        except FileTooLarge as exc:
+            raise self._corrupt(f"{exc.strerror}; a key file is a few hundred bytes") from exc
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise self._refuse(
@@ -118,31 +130,25 @@ class FileKeyStore:
             raise self._refuse(
                 f"cannot be read ({exc.strerror or exc})", f"check {self.path}"
             ) from exc
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise self._refuse("is not a regular file", f"remove or replace {self.path}")
-            if _POSIX:
-                # Why refuse rather than tighten: a readable key may already have been copied.
-                if st.st_uid != os.geteuid():
-                    raise self._refuse(
-                        f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})",
-                        f"chown $(id -u) {self.path} && chmod 600 {self.path}",
-                    )
-                mode = stat.S_IMODE(st.st_mode)
-                if mode & 0o077:
-                    raise self._refuse(
-                        f"is readable or writable by group/others (mode {mode:04o}); the key "
-                        "may have been exposed",
-                        f"chmod 600 {self.path} (and consider the key compromised if others "
-                        "could read it)",
-                    )
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
+
+    def _read_checked(self, fd: int, st: os.stat_result) -> bytes:
+        """Refuse a key file that is not ours alone, then read it (size-capped)."""
+        if _POSIX:
+            # Why refuse rather than tighten: a readable key may already have been copied.
+            if st.st_uid != os.geteuid():
+                raise self._refuse(
+                    f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})",
+                    f"chown $(id -u) {self.path} && chmod 600 {self.path}",
+                )
+            mode = stat.S_IMODE(st.st_mode)
+            if mode & 0o077:
+                raise self._refuse(
+                    f"is readable or writable by group/others (mode {mode:04o}); the key "
+                    "may have been exposed",
+                    f"chmod 600 {self.path} (and consider the key compromised if others "
+                    "could read it)",
+                )
+        return read_fd(fd, MAX_KEY_FILE_BYTES, self.path)
 
     def _parse(self, raw: bytes) -> dict[str, Any]:
         try:
