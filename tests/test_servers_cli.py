@@ -215,7 +215,8 @@ def test_file_key_store_records_kid_and_reopens(home: Path) -> None:
     assert r.exit_code == 0, r.output
     assert recorded_kid(Home(home)) is not None
     env = {"CHIT_KEY_STORE": "file"}
-    assert Registry.for_home(Home(home), environ=env).resolve("fs").env == {"API_TOKEN": "t0k"}
+    resolved = Registry.for_home(Home(home), environ=env).resolve("fs")
+    assert resolved.env == {"API_TOKEN": "t0k", "CHIT_HOME": str(home)}
 
 
 def test_servers_add_and_remove_keep_a_hand_edited_config(home: Path) -> None:

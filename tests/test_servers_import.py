@@ -49,6 +49,7 @@ def test_claude_desktop(registry: Registry) -> None:
     assert github.env == {
         "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_desktopSECRET123",
         "LOG_LEVEL": "info",
+        "CHIT_HOME": str(registry.path.parent),
     }
     assert servers["github"].env["LOG_LEVEL"] == "info"  # not secret: stored as written
 
@@ -67,7 +68,7 @@ def test_claude_code(registry: Registry) -> None:
     resolved = registry.resolve("local", {"HOME": "/h", "MY_API_KEY": "k"})
     assert resolved.command == "/h/bin/server"
     assert resolved.args == ("--port", "8080")
-    assert resolved.env == {"API_KEY": "k"}
+    assert resolved.env == {"API_KEY": "k", "CHIT_HOME": str(registry.path.parent)}
     assert registry.resolve("remote").headers == {"Authorization": "Bearer codeSECRET456"}
 
 

@@ -162,7 +162,11 @@ def test_env_references_expand_at_resolve(registry: Registry) -> None:
     registry.add(stdio(env={"API_KEY": "${MY_KEY}", "PORT": "${PORT:-8080}"}, cwd="${HOME_DIR}"))
     assert "${MY_KEY}" not in registry.path.read_text()  # sealed (name looks secret)
     resolved = registry.resolve("fs", {"MY_KEY": "k1", "HOME_DIR": "/h"})
-    assert resolved.env == {"API_KEY": "k1", "PORT": "8080"}
+    assert resolved.env == {
+        "API_KEY": "k1",
+        "PORT": "8080",
+        "CHIT_HOME": str(registry.path.parent),  # a stdio child learns its home
+    }
     assert resolved.cwd == "/h"
     with pytest.raises(UsageError, match=r"\$\{MY_KEY\}"):
         registry.resolve("fs", {"HOME_DIR": "/h"})

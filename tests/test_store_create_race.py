@@ -157,3 +157,18 @@ def test_sidecar_process_started_and_called_at_once(tmp_path: Path) -> None:
                 side.close()
         assert reply["result"]["isError"] is False, reply
         assert spy.errors == [], f"round {n}: a reader saw {spy.errors[0]!r}"
+
+
+@pytest.mark.parametrize("opener", [_open_library, _open_sidecar], ids=["chit.db", "sidecar.db"])
+def test_a_new_database_is_created_whole(tmp_path: Path, opener: Callable[[Path], None]) -> None:
+    # What a fresh file gets on its first connection must be in the published file too:
+    # WAL, incremental auto-vacuum (chit prune gives pages back), the schema version.
+    path = tmp_path / "store.db"
+    opener(path)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # INCREMENTAL
+        assert conn.execute("PRAGMA user_version").fetchone()[0] > 0
+    finally:
+        conn.close()

@@ -61,19 +61,23 @@ async def wait_for(check: Any, timeout: float = 15) -> None:
 @pytest.mark.parametrize("gen", ["2025", "2026"])
 async def test_second_process_leaves_running_task_alone(tmp_path: Path, gen: str) -> None:
     db = tmp_path / "shared.db"
-    async with make_client(server(db, tmp_path), gen) as a:
-        task = await create(a, gen, "slow_compute", {"seconds": 2, "label": "a"})
-        async with make_client(server(db, tmp_path), gen) as b:
-            seen = await raw(b, "tasks/get", {"taskId": task["taskId"]})
-            assert seen["status"] == "working"
-            done = await poll(a, task["taskId"])
-            assert done["status"] == "completed"
-            assert (await raw(b, "tasks/get", {"taskId": task["taskId"]}))["status"] == "completed"
-            if gen == "2025":
-                # tasks/result from the process that does not run the task waits on the row.
-                other = await create(a, gen, "slow_compute", {"seconds": 1, "label": "r"})
-                result = await raw(b, "tasks/result", {"taskId": other["taskId"]})
-                assert result["content"][0]["text"] == "Computed r in 1 s"
+    # Both processes are up before the task starts: on a loaded machine starting the
+    # second one can take longer than the task runs (it then saw "completed").
+    async with (
+        make_client(server(db, tmp_path), gen) as a,
+        make_client(server(db, tmp_path), gen) as b,
+    ):
+        task = await create(a, gen, "slow_compute", {"seconds": 3, "label": "a"})
+        seen = await raw(b, "tasks/get", {"taskId": task["taskId"]})
+        assert seen["status"] == "working"
+        done = await poll(a, task["taskId"])
+        assert done["status"] == "completed"
+        assert (await raw(b, "tasks/get", {"taskId": task["taskId"]}))["status"] == "completed"
+        if gen == "2025":
+            # tasks/result from the process that does not run the task waits on the row.
+            other = await create(a, gen, "slow_compute", {"seconds": 1, "label": "r"})
+            result = await raw(b, "tasks/result", {"taskId": other["taskId"]})
+            assert result["content"][0]["text"] == "Computed r in 1 s"
 
 
 @pytest.mark.parametrize("gen", ["2025", "2026"])
@@ -269,7 +273,9 @@ async def test_2026_listen_in_other_process_sees_completion(tmp_path: Path) -> N
         make_client(server(db, tmp_path), "2026") as a,
         make_client(server(db, tmp_path), "2026", extensions=[watch]) as b,
     ):
-        task_id = (await create(a, "2026", "slow_compute", {"seconds": 1, "label": "p"}))["taskId"]
+        # Long enough that the listen request lands before the task ends, even under load
+        # (a task that completed before the listen began is not re-announced).
+        task_id = (await create(a, "2026", "slow_compute", {"seconds": 3, "label": "p"}))["taskId"]
         async with anyio.create_task_group() as tg:
             listen = {"notifications": {"taskIds": [task_id]}}
             tg.start_soon(raw, b, "subscriptions/listen", listen)
@@ -277,4 +283,4 @@ async def test_2026_listen_in_other_process_sees_completion(tmp_path: Path) -> N
                 while not any(s.get("status") == "completed" for s in seen):
                     await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
-    assert seen[-1]["result"]["content"][0]["text"] == "Computed p in 1 s"
+    assert seen[-1]["result"]["content"][0]["text"] == "Computed p in 3 s"

@@ -20,7 +20,18 @@ from chit.vault import (
 )
 from tests.support_vault import MemoryKeyring, qualname
 
-KEYS = {"kind", "backend", "usable", "why", "fix", "file", "key_present", "kid"}
+KEYS = {
+    "kind",
+    "backend",
+    "usable",
+    "why",
+    "fix",
+    "file",
+    "key_present",
+    "kid",
+    "expected_kid",
+    "sealed",
+}
 
 
 @pytest.fixture

@@ -129,6 +129,22 @@ def read_regular(path: Path, *, limit: int, nofollow: bool = False) -> bytes:
         return read_fd(fd, limit, path)
 
 
+def unwritable_reason(directory: Path) -> str | None:
+    """Why files cannot be created in ``directory`` ("read-only file system", …), or None.
+
+    For turning a low-level failure (SQLite's "unable to open database file", ``EROFS``)
+    into a line that says what is wrong with the place, not with the file.
+    """
+    try:
+        if os.statvfs(directory).f_flag & getattr(os, "ST_RDONLY", 1):
+            return f"{directory} is on a read-only file system"
+    except (OSError, AttributeError):
+        pass
+    if os.path.isdir(directory) and not os.access(directory, os.W_OK):
+        return f"{directory} is not writable by you"
+    return None
+
+
 def _human(size: int) -> str:
     if size >= MIB and size % MIB == 0:
         return f"{size // MIB} MiB"

@@ -89,6 +89,12 @@ class UnsafeHome(ChitError):
     exit_code = ExitCode.USAGE
 
 
+class HomeUnwritable(ChitError):
+    """The home (or a directory in it) cannot be created (read-only file system, …)."""
+
+    exit_code = ExitCode.STORE
+
+
 def check_private_dir(path: Path) -> None:
     """Check that the existing directory ``path`` is this user's alone (never changes it).
 
@@ -124,15 +130,19 @@ def ensure_private_dir(path: Path) -> None:
 
     Raises:
         UnsafeHome: ``path`` exists but is not private (see :func:`check_private_dir`).
+        HomeUnwritable: ``path`` (or a parent) cannot be created.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        path.mkdir(mode=0o700)
-    except FileExistsError:
-        check_private_dir(path)
-        return
-    if stat.S_IMODE(path.stat().st_mode) != 0o700:
-        os.chmod(path, 0o700)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            check_private_dir(path)
+            return
+        if stat.S_IMODE(path.stat().st_mode) != 0o700:
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        raise HomeUnwritable(f"cannot create {path}: {exc.strerror or exc}") from exc
 
 
 def ensure_private_file(path: Path) -> None:

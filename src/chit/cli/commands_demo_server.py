@@ -20,7 +20,7 @@ from chit.cli.context import home_of
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
-    help="SQLite task store (default: $CHIT_HOME/demo-tasks.db, else a per-user temp file).",
+    help="SQLite task store (default: demo-tasks.db in the chit home).",
 )
 @click.pass_context
 def demo_server(ctx: click.Context, http: str | None, store: str | None, db: str | None) -> None:
@@ -31,7 +31,10 @@ def demo_server(ctx: click.Context, http: str | None, store: str | None, db: str
 
     if store is not None and db is not None:
         raise click.UsageError("give --store or --db, not both")
-    target = store or db or configured_store(home_of(ctx), "tasks") or str(default_db_path())
+    home = home_of(ctx)
+    target = store or db or configured_store(home, "tasks")
+    if target is None:
+        target = str(default_db_path(home.ensure()))
     host, port = "", 0
     if http is not None:
         host, sep, port_text = http.rpartition(":")

@@ -22,16 +22,23 @@ def _version(dist: str) -> str | None:
 
 def collect(ctx: click.Context) -> dict[str, Any]:
     """Gather the doctor report without creating keys, key files or databases."""
+    from chit.errors import ChitError
+    from chit.runtime.keys import diagnose_home_key
     from chit.store import SCHEMA_VERSION, Store, StoreError
-    from chit.vault import diagnose_key_store
 
     home = home_of(ctx)
     report: dict[str, Any] = {
         "home": str(home.root),
         "home_exists": home.root.exists(),
+        "home_problem": None,
         "config": str(home.config_path),
         "config_exists": home.config_path.exists(),
+        "config_problem": _config_problem(home),
     }
+    try:
+        home.check()
+    except ChitError as exc:
+        report["home_problem"] = exc.message
     db: dict[str, Any] = {
         "path": str(home.db_path),
         "exists": home.db_path.exists(),
@@ -41,21 +48,23 @@ def collect(ctx: click.Context) -> dict[str, Any]:
         "ok": None,
         "error": None,
     }
-    if home.db_path.exists():
+    if home.db_path.exists() or home.db_path.is_symlink():
         try:
-            with Store.open(home) as store:
+            # Read only: doctor works on a home it cannot write, and changes nothing.
+            with Store.open_readonly(home) as store:
                 db["schema_version"] = store.schema_version
                 db["receipts"] = store.receipts.count()
-                problems = store.quick_check()
-                db["ok"] = not problems
-                if problems:
-                    db["error"] = "; ".join(problems[:3])
-        except (StoreError, sqlite3.Error) as exc:
+                lines = store.quick_check()
+                # quick_check answers ["ok"] when sound, else one line per problem.
+                db["ok"] = lines == ["ok"]
+                if not db["ok"]:
+                    db["error"] = "; ".join(lines[:3])
+        except (ChitError, StoreError, sqlite3.Error) as exc:
             db["ok"] = False
-            db["error"] = str(exc)
+            db["error"] = getattr(exc, "message", None) or str(exc)
     report["database"] = db
     report["stores"] = _stores(home)
-    report["key_store"] = diagnose_key_store(home)
+    report["key_store"] = diagnose_home_key(home)
     report["versions"] = {
         "chit": __version__,
         "python": platform.python_version(),
@@ -69,6 +78,21 @@ def collect(ctx: click.Context) -> dict[str, Any]:
     return report
 
 
+def _config_problem(home: Any) -> str | None:
+    """Why ``config.toml`` cannot be used, or None (missing is fine)."""
+    from chit.servers import ConfigError, Registry
+
+    try:
+        Registry(home.config_path, _no_vault).servers()
+    except ConfigError as exc:
+        return exc.message
+    return None
+
+
+def _no_vault() -> Any:
+    raise AssertionError("doctor never opens sealed values")
+
+
 def _stores(home: Any) -> dict[str, Any]:
     """The server stores (``chit demo-server``'s tasks, the sidecar's): where, reachable."""
     from chit.cli.stores import configured_store, probe_store
@@ -76,7 +100,7 @@ def _stores(home: Any) -> dict[str, Any]:
     from chit.errors import ChitError
 
     stores: dict[str, Any] = {}
-    defaults = {"tasks": str(default_db_path()), "sidecar": str(home.sidecar_db_path)}
+    defaults = {"tasks": str(default_db_path(home)), "sidecar": str(home.sidecar_db_path)}
     for key, default in defaults.items():
         try:
             target = configured_store(home, key) or default
@@ -99,10 +123,14 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         emit_json(report)
         return
     db, ks = report["database"], report["key_store"]
-    click.echo(
-        f"home        {report['home']}" + ("" if report["home_exists"] else " (not created yet)")
-    )
-    click.echo(f"config      {report['config']}" + ("" if report["config_exists"] else " (none)"))
+    home_note = "" if report["home_exists"] else " (not created yet)"
+    if report["home_problem"]:
+        home_note = f" PROBLEM: {report['home_problem']}"
+    click.echo(f"home        {report['home']}{home_note}")
+    config_note = "" if report["config_exists"] else " (none)"
+    if report["config_problem"]:
+        config_note = f" PROBLEM: {report['config_problem']}"
+    click.echo(f"config      {report['config']}{config_note}")
     if db["exists"]:
         state = "ok" if db["ok"] else f"PROBLEM: {db['error']}"
         click.echo(

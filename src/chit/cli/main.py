@@ -6,9 +6,11 @@ stdout carries data only; errors are one line on stderr with a stable exit code
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -37,6 +39,7 @@ class ChitGroup(click.Group):
     ) -> Any:
         """Run the command line; with ``standalone_mode`` (the default) exit when done."""
         argv = list(sys.argv[1:] if args is None else args)
+        logging.lastResort = TerminalLog(logging.WARNING)
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, False, **extra)
         for position, arg in enumerate(argv, start=1):
@@ -87,6 +90,25 @@ class ChitGroup(click.Group):
                 f"internal error: {type(exc).__name__}: {exc} (run with CHIT_DEBUG=1 for details)",
                 ExitCode.INTERNAL,
             )
+
+
+class TerminalLog(logging.Handler):
+    """Log records that reach no configured handler: one ``chit: warning: …`` line each.
+
+    Installed as :data:`logging.lastResort`, which Python already uses when nothing else
+    handles a record — it printed the message and a full traceback; this prints one
+    escaped line (the traceback only with ``CHIT_DEBUG=1``). The stream is looked up at
+    each record, so a TUI that captures ``sys.stderr`` captures these too.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = f"chit: {record.levelname.lower()}: {one_line(record.getMessage())}"
+            if record.exc_info and os.environ.get("CHIT_DEBUG"):
+                text += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            sys.stderr.write(text + "\n")
+        except Exception:
+            self.handleError(record)
 
 
 def fail(message: str, code: ExitCode) -> NoReturn:

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from chit.demo.fixtures import register_plain_tools, register_task_tools
+from chit.home import Home
 from chit.tasks.server import TaskNameHeaderGuard, TaskRuntime, build_server
 
 
-def default_db_path() -> Path:
-    """``$CHIT_HOME/demo-tasks.db`` when CHIT_HOME is set, else a per-user temp file."""
-    home = os.environ.get("CHIT_HOME")
-    if home:
-        return Path(home).expanduser() / "demo-tasks.db"
-    return Path(tempfile.gettempdir()) / f"chit-demo-tasks-{os.getuid()}.db"
+def default_db_path(home: Home) -> Path:
+    """``demo-tasks.db`` in the chit home (0700): never a shared temp directory.
+
+    The store holds raw task ids (bearer capabilities) and results, so it lives with the
+    rest of the home's private state; a chit that spawns ``chit demo-server`` over stdio
+    passes its home in ``CHIT_HOME`` (see ``Registry.resolve``).
+    """
+    return home.tasks_db_path
 
 
 def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:

@@ -9,10 +9,13 @@ the winner's id (and fails loudly with ``DataKeyMissing`` if the key stores disa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from chit.errors import ChitError
 from chit.home import Home
 from chit.store import VAULT_KEY_ID, Store, immediate
-from chit.vault import Vault, select_key_store
+from chit.store.db import fetch_one
+from chit.vault import Vault, diagnose_key_store, select_key_store
 
 
 def recorded_key_id(store: Store) -> bytes | None:
@@ -40,6 +43,10 @@ def unlock_vault(home: Home, store: Store, environ: Mapping[str, str] | None = N
     kid = recorded_key_id(store)
     if kid is not None:
         return Vault.unlock(key_store, kid)
+    if key_store.kind == "memory":
+        # A memory key dies with this process: recording its id would make every later
+        # command on this home report "data key missing" over nothing worth keeping.
+        return Vault.unlock(key_store, None)
     # A fresh home: create the key under the write lock so a concurrent first start
     # waits for us instead of minting a second key.
     with immediate(store.db):
@@ -53,3 +60,44 @@ def unlock_vault(home: Home, store: Store, environ: Mapping[str, str] | None = N
         # took the lock): the recorded id is the authority.
         return Vault.unlock(key_store, recorded)
     return vault
+
+
+def sealed_state(home: Home) -> tuple[bytes | None, int]:
+    """The home's recorded key id and how many sealed values it holds; reads only.
+
+    Counts sealed task handles in the store and sealed values in ``config.toml``. What
+    cannot be read counts as nothing (``chit doctor`` reports those files separately).
+    """
+    kid: bytes | None = None
+    sealed = 0
+    try:
+        with Store.open_readonly(home) as store:
+            kid = recorded_key_id(store)
+            row = fetch_one(
+                store.db, "SELECT count(*) FROM receipts WHERE handle_blob IS NOT NULL"
+            )
+            sealed += int(row[0]) if row is not None else 0
+    except ChitError:
+        pass
+    try:
+        from chit.servers import Registry
+
+        specs = Registry(home.config_path, _no_sealer).servers()
+        sealed += sum(len(spec.secret_fields()) for spec in specs.values())
+    except ChitError:
+        pass
+    return kid, sealed
+
+
+def _no_sealer() -> Any:  # listing sealed values never opens them
+    raise AssertionError("the vault is not needed to count sealed values")
+
+
+def diagnose_home_key(home: Home, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``diagnose_key_store`` told what the home holds sealed (``chit doctor``, the TUI).
+
+    A deleted data key over existing sealed values is reported as missing (not usable),
+    instead of "no data key yet; it is created on first use".
+    """
+    kid, sealed = sealed_state(home)
+    return diagnose_key_store(home, environ, expected_kid=kid, sealed=sealed)

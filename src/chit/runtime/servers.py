@@ -36,6 +36,7 @@ def registry_resolver(
             list(resolved.args),
             env=dict(resolved.env) if resolved.env else None,
             cwd=resolved.cwd,
+            label=name,
         )
 
     return resolve

@@ -9,6 +9,7 @@ carried over unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -86,8 +87,18 @@ class Registry:
         return servers[name]
 
     def resolve(self, name: str, environ: Mapping[str, str] | None = None) -> ResolvedServer:
-        """Return the plaintext connection parameters of ``name`` (see ``resolve``)."""
-        return resolve(self.get(name), self.sealer, environ)
+        """Return the plaintext connection parameters of ``name`` (see ``resolve``).
+
+        A stdio server is started with ``CHIT_HOME`` set to this registry's home (unless
+        its own ``env`` sets it): the MCP SDK passes a child only a minimal environment,
+        so a ``chit demo-server`` or ``chit sidecar`` registered over stdio would
+        otherwise fall back to another home (the demo server once shared a 0644 task
+        store in /tmp between every home).
+        """
+        resolved = resolve(self.get(name), self.sealer, environ)
+        if resolved.transport != "stdio" or "CHIT_HOME" in resolved.env:
+            return resolved
+        return replace(resolved, env={"CHIT_HOME": str(self.path.parent), **resolved.env})
 
     # -- changing --------------------------------------------------------------------
 

@@ -138,7 +138,11 @@ def locked(path: Path) -> Iterator[None]:
     except ImportError:  # Windows: no advisory lock; last writer wins
         yield
         return
-    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot change {path}: {exc.strerror or exc}") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -77,6 +77,7 @@ def client_spec(resolved: ResolvedServer, stderr: TextIO | None = None) -> Any:
         env=dict(resolved.env) or None,
         cwd=resolved.cwd,
         stderr=stderr,
+        label=resolved.name,
     )
 
 

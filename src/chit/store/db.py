@@ -40,7 +40,7 @@ from typing import Any
 
 import sqlite_utils
 
-from chit.files import NotRegularFile, check_regular
+from chit.files import NotRegularFile, check_regular, unwritable_reason
 from chit.home import ensure_private_dir, ensure_private_file
 from chit.store.errors import StoreError, StoreIOError, classify
 
@@ -88,6 +88,9 @@ def connect(
         typed = classify(exc)
         if typed is None:
             raise
+        reason = unwritable_reason(path.parent)
+        if reason is not None:  # say what is wrong with the place, not the file
+            raise StoreIOError(f"the chit store {path} cannot be written: {reason}") from exc
         raise typed from exc
     tighten_side_files(path)
     return db
@@ -126,7 +129,8 @@ def create_complete(path: Path, build: Callable[[sqlite_utils.Database], object]
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
     except OSError as exc:
-        raise StoreIOError(f"cannot create {path}: {exc.strerror or exc}") from exc
+        reason = unwritable_reason(path.parent) or exc.strerror or str(exc)
+        raise StoreIOError(f"cannot create {path}: {reason}") from exc
     os.close(fd)
     tmp = Path(name)
     try:
@@ -135,6 +139,7 @@ def create_complete(path: Path, build: Callable[[sqlite_utils.Database], object]
             db = sqlite_utils.Database(conn, execute_plugins=False)
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")  # before the first table
             with translated():
                 build(db)
                 # Last: the WAL flag lives in the header; the log itself stays empty.

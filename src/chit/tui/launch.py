@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from chit.errors import ChitError
 from chit.home import Home
 from chit.tui.backend import Backend, Mode
 from chit.tui.config import load_settings
@@ -21,9 +22,11 @@ log = logging.getLogger(__name__)
 
 def key_store_mode(home: Home, readonly: bool, environ: Mapping[str, str]) -> Mode:
     """Decide read-only, banner and note from ``--readonly`` and the key store."""
-    from chit.vault import diagnose_key_store
+    from chit.runtime.keys import diagnose_home_key
 
-    report = diagnose_key_store(home, environ)
+    # Told what the home holds sealed: a deleted key over sealed values is "missing"
+    # (read-only banner), never "no key yet" followed by a failing Supervisor.
+    report = diagnose_home_key(home, environ)
     if not report["usable"]:
         problem = f"Key store unavailable: {report['why']}."
         if report.get("fix"):
@@ -45,8 +48,14 @@ def start_supervisor(home: Home, mode: Mode) -> tuple[Any | None, Mode]:
     try:
         host = SupervisorHost.start(home)
     except Exception as exc:  # the TUI still shows the store; say why nothing reconciles
-        log.exception("supervisor did not start")
-        return None, Mode(True, f"Not reconciling: {exc}. Read-only.", mode.note, mode.viewer)
+        # The banner says it: an expected ChitError is only logged (no terminal line, no
+        # traceback); anything else is a bug and is logged with its traceback.
+        if isinstance(exc, ChitError):
+            log.info("supervisor did not start: %s", exc.message)
+        else:
+            log.warning("supervisor did not start: %s", exc, exc_info=True)
+        why = exc.message if isinstance(exc, ChitError) else f"{type(exc).__name__}: {exc}"
+        return None, Mode(True, f"Not reconciling: {why}. Read-only.", mode.note, mode.viewer)
     if host.is_viewer:
         banner = "Viewer: another chit (e.g. chit daemon) holds the lease and reconciles."
         return host, Mode(mode.readonly, banner, mode.note, viewer=True)

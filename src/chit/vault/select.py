@@ -29,6 +29,10 @@ from chit.vault.keystores import (
 )
 
 KINDS = ("keyring", "file", "memory")
+MISSING_KEY_FIX = (
+    "restore the original key (from a backup, or point CHIT_KEY_STORE, CHIT_KEYRING_SERVICE "
+    "and CHIT_HOME at where it is); chit never makes a new key over sealed values"
+)
 
 
 def _choice(env: Mapping[str, str]) -> str:
@@ -66,15 +70,30 @@ def select_key_store(home: Home, environ: Mapping[str, str] | None = None) -> Ke
     return KeyringKeyStore(service=service, extra_trusted=_trusted(env))
 
 
-def diagnose_key_store(home: Home, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def diagnose_key_store(
+    home: Home,
+    environ: Mapping[str, str] | None = None,
+    *,
+    expected_kid: bytes | None = None,
+    sealed: int = 0,
+) -> dict[str, Any]:
     """Describe the selected key store for ``chit doctor --json``; read-only, never raises.
+
+    Args:
+        home: The chit home.
+        environ: Settings (default ``os.environ``).
+        expected_kid: The key id the home recorded (``meta.vault_kid``), if any.
+        sealed: How many sealed values the home holds (handles and server secrets).
 
     Returns:
         ``kind`` (keyring/file/memory or the invalid value), ``backend`` (keyring backend
         qualname, ``"file"``, ``"memory"`` or None), ``usable`` (bool), ``why`` (what is
         wrong, or a note), ``fix`` (None when usable), ``file`` (the key file path for the
-        file store, else None), ``key_present`` (bool, or None if unknown) and ``kid``
-        (hex key id of the stored key, or None).
+        file store, else None), ``key_present`` (bool, or None if unknown), ``kid`` (hex
+        key id of the stored key, or None), ``expected_kid`` (hex, or None) and
+        ``sealed`` (the count given). A missing key with a recorded key id or sealed
+        values, or a stored key with another id, is not usable: it is the state in which
+        ``Vault.unlock`` raises ``DataKeyMissing``.
     """
     env = os.environ if environ is None else environ
     kind = env.get("CHIT_KEY_STORE", "").strip().lower() or "keyring"
@@ -87,6 +106,8 @@ def diagnose_key_store(home: Home, environ: Mapping[str, str] | None = None) -> 
         "file": str(home.key_file) if kind == "file" else None,
         "key_present": None,
         "kid": None,
+        "expected_kid": expected_kid.hex() if expected_kid is not None else None,
+        "sealed": sealed,
     }
     try:
         store = select_key_store(home, env)
@@ -106,6 +127,22 @@ def diagnose_key_store(home: Home, environ: Mapping[str, str] | None = None) -> 
         report.update(
             why=f"{store.name} holds a malformed data key ({len(key)} bytes)",
             fix="restore the original key from a backup",
+        )
+        return report
+    if key is None and (expected_kid is not None or sealed):
+        what = f"data key {expected_kid.hex()}" if expected_kid is not None else "the data key"
+        report.update(
+            why=f"{what} is missing from {store.name}; {sealed} sealed value(s) in this home "
+            "cannot be opened",
+            fix=MISSING_KEY_FIX,
+        )
+        return report
+    if key is not None and expected_kid is not None and kid_of(key) != expected_kid:
+        report.update(
+            kid=kid_of(key).hex(),
+            why=f"{store.name} holds data key {kid_of(key).hex()}, but this home's sealed "
+            f"values need {expected_kid.hex()}",
+            fix=MISSING_KEY_FIX,
         )
         return report
     report["usable"] = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -15,6 +16,8 @@ from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from chit.tasks.client.noise import StdoutNoise, counted_stdio
+
 
 @dataclass(frozen=True)
 class StdioServer:
@@ -22,7 +25,9 @@ class StdioServer:
 
     Attributes:
         stderr: Where the child's stderr goes (default: ours). Tests pass a file so a
-            noisy server does not flood the test log.
+            noisy server does not flood the test log. Lines it prints on stdout that are
+            not MCP are logged there too (``chit.tasks.client.noise``).
+        label: How messages name the server (its registry name); default: the command.
     """
 
     command: str
@@ -30,6 +35,7 @@ class StdioServer:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     stderr: TextIO | None = None
+    label: str | None = None
 
     def describe(self) -> str:
         """A human label (never includes env values, which may hold secrets)."""
@@ -97,7 +103,11 @@ async def open_target(spec: ServerSpec, stack: AsyncExitStack) -> Any:
             env=dict(spec.env) if spec.env is not None else None,
             cwd=spec.cwd,
         )
-        return stdio_client(params, errlog=spec.stderr if spec.stderr is not None else sys.stderr)
+        transport = stdio_client(
+            params, errlog=spec.stderr if spec.stderr is not None else sys.stderr
+        )
+        label = repr(spec.label) if spec.label else repr(os.path.basename(spec.command))
+        return counted_stdio(transport, StdoutNoise(label, sink=spec.stderr))
     http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
     return streamable_http_client(spec.url, http_client=http)
 
