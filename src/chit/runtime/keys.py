@@ -73,9 +73,7 @@ def sealed_state(home: Home) -> tuple[bytes | None, int]:
     try:
         with Store.open_readonly(home) as store:
             kid = recorded_key_id(store)
-            row = fetch_one(
-                store.db, "SELECT count(*) FROM receipts WHERE handle_blob IS NOT NULL"
-            )
+            row = fetch_one(store.db, "SELECT count(*) FROM receipts WHERE handle_blob IS NOT NULL")
             sealed += int(row[0]) if row is not None else 0
     except ChitError:
         pass
