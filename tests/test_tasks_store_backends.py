@@ -218,3 +218,23 @@ def test_postgres_replicas_migrate_once_and_refuse_newer(request: pytest.Fixture
         conn.execute("UPDATE chit_schema SET version = 99 WHERE component = 'tasks'")
     with pytest.raises(RuntimeError, match="newer than this chit"):
         open_task_store(url)
+
+
+def test_postgres_pool_is_bounded(request: pytest.FixtureRequest) -> None:
+    import psycopg
+
+    url = request.getfixturevalue("pg_url")
+    store = open_task_store(url + "?pool_size=2")
+    try:
+        store.insert(record("t"))
+        with ThreadPoolExecutor(12) as pool:
+            found = list(pool.map(lambda _: store.get("t"), range(120)))
+        assert all(r is not None and r.id == "t" for r in found)
+        origin = store.origin  # type: ignore[attr-defined]
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (origin,)
+            ).fetchone()
+        assert row is not None and 1 <= row[0] <= 2
+    finally:
+        store.close()
