@@ -14,6 +14,8 @@ Run: ``.venv/bin/python benchmarks/store.py [--slices N] [--per-slice N] [--rows
    by b-tree (``walstat``). The load average is printed before and after.
 4. Listing one page (50) out of N receipts: first page, a deep page (keyset cursor in the
    middle), filtered by state, and a text search (which scans).
+5. Timelines (``benchmarks/retention.py``): rows and size of a day of 1 s polls, folded
+   against one row per poll; the database size before and after ``chit prune``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import retention
 import walstat
 
 from chit.home import Home
@@ -291,6 +294,8 @@ def main() -> None:
         for name, ms in listing(base / "list", args.rows).items():
             print(f"  {name:<34} {ms:8.2f} ms")
         print(f"after listing: {walstat.load()}")
+        retention.timeline_figures(base)
+        print(f"after timelines: {walstat.load()}")
 
 
 if __name__ == "__main__":

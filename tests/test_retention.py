@@ -106,6 +106,8 @@ def test_prune_trims_settled_timelines_and_reclaims(tmp_path: Path, frozen: None
         before[ids[k]] - 2 for k in ("accepted", "no-check")
     )
     assert report["bytes_after"] < report["bytes_before"]
+    with Store.open(home) as store:
+        assert store.retention.free_pages() == 0  # every freed page went back
     after = _rows(home)
     assert after[ids["accepted"]] == 2 and after[ids["no-check"]] == 2
     for kept in ("rejected-late", "pending", "live"):

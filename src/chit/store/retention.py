@@ -150,6 +150,8 @@ class TimelineRetention:
                 conn.execute("VACUUM")
                 converted = True
             else:
-                conn.execute("PRAGMA incremental_vacuum").fetchall()
+                # Each step of this pragma frees one page and it returns no rows, so
+                # ``execute`` (one step) would free one page: a script runs it to the end.
+                conn.executescript("PRAGMA incremental_vacuum;")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return Reclaimed(before, file_bytes(self._path), converted)
