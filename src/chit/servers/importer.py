@@ -61,19 +61,19 @@ class ImportReport:
         return asdict(self)
 
 
-class _Skip(Exception):
-    """Internal: this entry cannot be imported, for the reason in the message."""
+class SkipEntry(Exception):
+    """This entry cannot be imported, for the reason in the message."""
 
 
 def _strings(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _Skip(f"{what} must be a list of strings")
+        raise SkipEntry(f"{what} must be a list of strings")
     return list(value)
 
 
 def _string_map(value: Any, what: str) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise _Skip(f"{what} must be an object")
+        raise SkipEntry(f"{what} must be an object")
     out: dict[str, str] = {}
     for key, item in value.items():
         # Hosts accept numbers and booleans here and pass their JSON spelling on.
@@ -82,7 +82,7 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
         elif isinstance(item, str | int | float):
             out[key] = str(item)
         else:
-            raise _Skip(f"{what}.{key} must be a string")
+            raise SkipEntry(f"{what}.{key} must be a string")
     return out
 
 
@@ -121,12 +121,12 @@ def _transport(entry: Mapping[str, Any]) -> str:
             return "stdio"
         if "url" in entry:
             return "http"
-        raise _Skip("missing command (stdio) or url (http)")
+        raise SkipEntry("missing command (stdio) or url (http)")
     if not isinstance(kind, str):
-        raise _Skip("type must be a string")
+        raise SkipEntry("type must be a string")
     normalized = kind.strip().lower()
     if normalized == "sse":
-        raise _Skip(
+        raise SkipEntry(
             "unsupported transport sse (deprecated by MCP; chit speaks stdio and "
             "streamable http - use the server's streamable http url with type http)"
         )
@@ -134,41 +134,51 @@ def _transport(entry: Mapping[str, Any]) -> str:
         return "stdio"
     if normalized in _HTTP_TYPES:
         return "http"
-    raise _Skip(f"unknown transport type {kind!r}")
+    raise SkipEntry(f"unknown transport type {kind!r}")
 
 
-def _convert(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]]:
+def convert_entry(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]]:
+    """Convert one ``mcpServers`` entry to a (not yet sealed) spec plus notes.
+
+    Args:
+        name: The entry's key (the server name).
+        entry: The entry's value.
+        source: The file it comes from (``envFile`` is read relative to it).
+
+    Raises:
+        SkipEntry: the entry cannot be imported; the message says why.
+    """
     if not valid_name(name):
-        raise _Skip(
+        raise SkipEntry(
             "invalid name: use 1-64 letters, digits, '_', '.' or '-', starting with a "
             "letter or digit"
         )
     if not isinstance(entry, dict):
-        raise _Skip("entry is not an object")
+        raise SkipEntry("entry is not an object")
     transport = _transport(entry)
     notes: list[str] = []
     if transport == "stdio":
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise _Skip("missing command")
+            raise SkipEntry("missing command")
         env: dict[str, str] = {}
         env_file = entry.get("envFile")
         if env_file is not None:
             if not isinstance(env_file, str):
-                raise _Skip("envFile must be a string")
+                raise SkipEntry("envFile must be a string")
             path = (_env_file_base(source) / Path(env_file).expanduser()).resolve()
             try:
                 env = read_env_file(path)
             except OSError as exc:
-                raise _Skip(f"envFile {env_file} cannot be read: {exc.strerror or exc}") from None
+                raise SkipEntry(f"envFile {env_file} cannot be read: {exc.strerror or exc}") from None
             except UnicodeDecodeError:
-                raise _Skip(f"envFile {env_file} cannot be read: it is not UTF-8") from None
+                raise SkipEntry(f"envFile {env_file} cannot be read: it is not UTF-8") from None
             notes.append(f"read {len(env)} variable(s) from envFile {env_file}")
         # Explicit env wins over the file, as in Cursor.
         env |= _string_map(entry.get("env", {}), "env")
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
-            raise _Skip("cwd must be a string")
+            raise SkipEntry("cwd must be a string")
         data: dict[str, Any] = {
             "name": name,
             "transport": "stdio",
@@ -181,7 +191,7 @@ def _convert(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]
     else:
         url = entry.get("url")
         if not isinstance(url, str) or not url.strip():
-            raise _Skip("missing url")
+            raise SkipEntry("missing url")
         data = {
             "name": name,
             "transport": "http",
@@ -196,7 +206,7 @@ def _convert(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list[str]
         spec = ServerSpec.model_validate(data)
     except ValidationError as exc:
         msg = str(exc.errors()[0].get("msg", "invalid")).removeprefix("Value error, ")
-        raise _Skip(msg) from None
+        raise SkipEntry(msg) from None
     refs = sorted({r for text in _texts(spec) for r in references(text)})
     if refs:
         notes.append(
@@ -260,8 +270,8 @@ def import_mcp_servers(
     skipped: list[SkippedServer] = []
     for name, entry in entries.items():
         try:
-            candidates.append(_convert(name, entry, source))
-        except _Skip as why:
+            candidates.append(convert_entry(name, entry, source))
+        except SkipEntry as why:
             skipped.append(SkippedServer(name, str(why)))
     # Seal everything before the write: if the vault is unavailable nothing is written.
     sealed = [(registry.seal(spec), notes) for spec, notes in candidates]
