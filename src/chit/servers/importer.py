@@ -170,7 +170,9 @@ def convert_entry(name: str, entry: Any, source: Path) -> tuple[ServerSpec, list
             try:
                 env = read_env_file(path)
             except OSError as exc:
-                raise SkipEntry(f"envFile {env_file} cannot be read: {exc.strerror or exc}") from None
+                raise SkipEntry(
+                    f"envFile {env_file} cannot be read: {exc.strerror or exc}"
+                ) from None
             except UnicodeDecodeError:
                 raise SkipEntry(f"envFile {env_file} cannot be read: it is not UTF-8") from None
             notes.append(f"read {len(env)} variable(s) from envFile {env_file}")
