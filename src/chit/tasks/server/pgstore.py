@@ -32,7 +32,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from chit.tasks.server.backend import ChangeCallback, StoreUnavailable
 from chit.tasks.server.pgschema import migrate
-from chit.tasks.server.record import TaskRecord, from_row, to_row, to_row_partial
+from chit.tasks.server.record import (
+    TaskRecord,
+    from_row,
+    merge_answers,
+    task_state,
+    to_row,
+    to_row_partial,
+)
 from chit.tasks.server.schema import OwnerRow, TaskState
 
 logger = logging.getLogger(__name__)
@@ -255,10 +262,7 @@ class PostgresTaskStore:
             if found is None:
                 return None
             record = from_row(found)
-            pending = record.pending_inputs
-            accepted = {k: v for k, v in responses.items() if k in pending}
-            if accepted and record.status == "input_required":
-                record.input_responses.update(accepted)
+            if merge_answers(record, responses):
                 conn.execute(
                     "UPDATE tasks SET input_responses_json = %s WHERE id = %s",
                     (json.dumps(record.input_responses), task_id),
@@ -291,15 +295,7 @@ class PostgresTaskStore:
             " FROM tasks WHERE id = ANY(%s)",
             (task_ids,),
         )
-        return {
-            r["id"]: TaskState(
-                r["status"],
-                bool(r["cancel_requested"]),
-                r["owner_id"],
-                len(json.loads(r["input_responses_json"] or "{}")),
-            )
-            for r in rows
-        }
+        return {r["id"]: task_state(r) for r in rows}
 
     def purge_expired(self, now_ms: int) -> int:
         """Delete expired tasks that carry no request key; how many."""

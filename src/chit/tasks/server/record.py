@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from chit.tasks.server.schema import TaskState
+
 
 @dataclass
 class TaskRecord:
@@ -98,3 +100,28 @@ def to_row_partial(changes: dict[str, Any]) -> dict[str, Any]:
         else:
             row[name] = value
     return row
+
+
+def merge_answers(record: TaskRecord, responses: dict[str, dict[str, Any]]) -> bool:
+    """Add the answers to ``record``'s *pending* input requests (others are ignored).
+
+    Returns:
+        True when ``record.input_responses`` changed (the caller stores it).
+    """
+    pending = record.pending_inputs
+    accepted = {k: v for k, v in responses.items() if k in pending}
+    if not accepted or record.status != "input_required":
+        return False
+    record.input_responses.update(accepted)
+    return True
+
+
+def task_state(row: Any) -> TaskState:
+    """The polled columns of a ``states()`` row (id, status, cancel_requested, owner_id,
+    input_responses_json)."""
+    return TaskState(
+        row["status"],
+        bool(row["cancel_requested"]),
+        row["owner_id"],
+        len(json.loads(row["input_responses_json"] or "{}")),
+    )

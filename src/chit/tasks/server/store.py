@@ -33,7 +33,14 @@ from typing import Any, TypeVar
 
 import anyio
 
-from chit.tasks.server.record import TaskRecord, from_row, to_row, to_row_partial
+from chit.tasks.server.record import (
+    TaskRecord,
+    from_row,
+    merge_answers,
+    task_state,
+    to_row,
+    to_row_partial,
+)
 from chit.tasks.server.schema import OwnerRow, TaskState, migrate
 
 __all__ = ["TaskRecord", "TaskStore"]
@@ -280,10 +287,7 @@ class TaskStore:
             if row is None:
                 return None
             record = from_row(row)
-            pending = record.pending_inputs
-            accepted = {k: v for k, v in responses.items() if k in pending}
-            if accepted and record.status == "input_required":
-                record.input_responses.update(accepted)
+            if merge_answers(record, responses):
                 db.execute(
                     "UPDATE tasks SET input_responses_json = ? WHERE id = ?",
                     (json.dumps(record.input_responses), task_id),
@@ -318,15 +322,7 @@ class TaskStore:
             f" FROM tasks WHERE id IN ({marks})",
             task_ids,
         )
-        return {
-            r["id"]: TaskState(
-                r["status"],
-                bool(r["cancel_requested"]),
-                r["owner_id"],
-                len(json.loads(r["input_responses_json"] or "{}")),
-            )
-            for r in rows
-        }
+        return {r["id"]: task_state(r) for r in rows}
 
     def purge_expired(self, now_ms: int) -> int:
         """Delete expired tasks that carry no request key (keyed ones are durable receipts).
