@@ -50,11 +50,20 @@ def answer_status(reply: ElicitResult) -> AnswerStatus:
 
 
 @dataclass
-class _Watch:
+class Watch:
+    """One open ``tasks/result`` of a receipt; ``ended`` is set when it closes.
+
+    ``error`` says why it closed when the server (or the connection) ended it — a task
+    the server no longer knows (``lost``), an unreachable server (``transient``) — and is
+    None when it closed normally (the result arrived, or chit closed it).
+    """
+
     scope: anyio.CancelScope
     expected: set[str] = field(default_factory=set)
     delivered: set[str] = field(default_factory=set)
     first_input: anyio.Event = field(default_factory=anyio.Event)
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    error: TaskError | None = None
 
 
 class LegacyInbox:
@@ -82,13 +91,17 @@ class LegacyInbox:
         self.answer_wait_s = answer_wait_s
         self.redeliver_wait_s = redeliver_wait_s
         self.digest_key = digest_key
-        self._watches: dict[str, _Watch] = {}
+        self._watches: dict[str, Watch] = {}
         self._answers: dict[tuple[str, str], ElicitResult] = {}
         self._waiters: dict[tuple[str, str], anyio.Event] = {}
 
     def watching(self, receipt_id: str) -> bool:
         """True while a ``tasks/result`` is open for the receipt."""
         return receipt_id in self._watches
+
+    def watch(self, receipt_id: str) -> Watch | None:
+        """The receipt's open ``tasks/result`` (None when none is open)."""
+        return self._watches.get(receipt_id)
 
     def has_waiter(self, receipt_id: str, key: str) -> bool:
         """True when a delivered prompt is waiting for this answer right now."""
@@ -106,7 +119,7 @@ class LegacyInbox:
         if receipt.receipt_id in self._watches or receipt.is_terminal:
             return
         expected = {q.key for q in receipt.pending_inputs}
-        watch = _Watch(scope=anyio.CancelScope(), expected=expected)
+        watch = Watch(scope=anyio.CancelScope(), expected=expected)
         self._watches[receipt.receipt_id] = watch
         self._tg.start_soon(
             self._watch, receipt.receipt_id, receipt.server, task_id, watch, expected
@@ -124,7 +137,7 @@ class LegacyInbox:
             watch.scope.cancel()
 
     async def _watch(
-        self, rid: str, server: str, task_id: str, watch: _Watch, expected: set[str]
+        self, rid: str, server: str, task_id: str, watch: Watch, expected: set[str]
     ) -> None:
         try:
             with watch.scope:
@@ -144,12 +157,14 @@ class LegacyInbox:
         except TaskError as exc:
             # The regular poll records the retrieval condition; this is only the prompt path.
             log.info("tasks/result watcher for %s ended: %s", rid, exc.failure_class)
+            watch.error = exc
             if exc.failure_class == "transient":
                 self._pool.broken(server)
         except Exception:
             log.exception("tasks/result watcher for %s failed", rid)
         finally:
             watch.first_input.set()
+            watch.ended.set()
             # Only this watch's own entry: a newer watch for the same receipt may already
             # have replaced it, and must not be forgotten by the old one's exit.
             if self._watches.get(rid) is watch:
@@ -176,7 +191,7 @@ class LegacyInbox:
         return events
 
     async def _on_prompt(
-        self, rid: str, watch: _Watch, request: InputRequest
+        self, rid: str, watch: Watch, request: InputRequest
     ) -> InputResponse | ErrorData:
         key = legacy_input_key(request, self.digest_key)
         if self.digest_key is not None:
@@ -203,7 +218,7 @@ class LegacyInbox:
         self._writer.apply(rid, [InputAnswered(key=key, status=answer_status(reply))])
         return reply
 
-    async def _expect_redelivery(self, rid: str, watch: _Watch, expected: set[str]) -> None:
+    async def _expect_redelivery(self, rid: str, watch: Watch, expected: set[str]) -> None:
         await self.clock.sleep(self.redeliver_wait_s)
         if self._watches.get(rid) is not watch:
             return  # this watch ended (or was replaced): its deliveries decide nothing now

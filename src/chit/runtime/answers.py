@@ -7,8 +7,9 @@ must re-deliver the prompt (:class:`chit.reconcile.LegacyInbox`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
+import anyio
 from mcp_types import ElicitResult
 
 from chit.clock import Clock, current_clock
@@ -32,6 +33,7 @@ from chit.reconcile import (
     answer_status,
 )
 from chit.reconcile.boundary import is_derived_key, server_key
+from chit.reconcile.inbox import Watch
 from chit.runtime.servers import connect, typed_error
 from chit.servers.tools import ServerUnreachable
 from chit.tasks.client import TaskClient, TaskError
@@ -99,7 +101,7 @@ class Answers:
                 server_key = await self._server_key(client, task_id, request.key)
                 await client.answer(task_id, {server_key: reply})
             except TaskError as exc:
-                raise typed_error(exc, "the server did not take the answer") from exc
+                await self._undeliverable(receipt, request.key, exc)
             after = self.writer.apply(
                 rid, [InputAnswered(key=request.key, status=answer_status(reply))]
             )
@@ -129,16 +131,19 @@ class Answers:
         if not self.inbox.watching(rid):
             await connect(self.pool, receipt.server)
             self.inbox.ensure_watch(receipt, task_id)
+        watch = self.inbox.watch(rid)
         # This process's watcher records the answer through the same writer: wait for
-        # that write (re-reading now and then: another process may end the task).
+        # that write, or for the watcher to end without it (re-reading now and then:
+        # another process may end the task).
         with self.clock.move_on_after(self.inbox.redeliver_wait_s + 5):
             while True:
                 current = self.store.receipts.require(rid)
                 request = current.input_request(key)
                 if request is None or not request.is_pending or current.is_terminal:
                     break
-                with self.clock.move_on_after(RE_READ_S):
-                    await self.writer.wait_change(rid)
+                if watch is None or watch.ended.is_set():
+                    break
+                await self._change_or_end(rid, watch)
         current = self.store.receipts.require(rid)
         request = current.input_request(key)
         if request is not None and request.answer_status is AnswerStatus.LOST:
@@ -146,8 +151,8 @@ class Answers:
                 f"prompt lost: the server did not re-deliver input request {key!r} on a new "
                 "tasks/result; the task cannot receive this answer"
             )
-        if request is not None and request.is_pending:
-            raise ServerUnreachable(f"the server did not take the answer to {key!r} in time")
+        if request is not None and request.is_pending and not current.is_terminal:
+            await self._undeliverable(current, key, watch.error if watch is not None else None)
         # The reply leaves with the callback's return; see the server move on before this
         # process may exit and close the connection under it.
         with self.clock.move_on_after(self.inbox.redeliver_wait_s):
@@ -155,6 +160,43 @@ class Answers:
                 await self.clock.sleep(MOVE_ON_POLL_S)
                 current = await self.reconciler.check(rid, ObservationSource.ANSWER) or current
         return current
+
+    async def _change_or_end(self, rid: str, watch: Watch) -> None:
+        """Return at the receipt's next change, the watcher's end, or ``RE_READ_S``."""
+        with self.clock.move_on_after(RE_READ_S):
+            async with anyio.create_task_group() as tg:
+
+                async def changed() -> None:
+                    await self.writer.wait_change(rid)
+                    tg.cancel_scope.cancel()
+
+                async def ended() -> None:
+                    await watch.ended.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(changed)
+                tg.start_soon(ended)
+
+    async def _undeliverable(self, receipt: Receipt, key: str, error: TaskError | None) -> NoReturn:
+        """Say why the answer to ``key`` did not reach the server (and record what is known).
+
+        Raises:
+            Conflict: the server no longer knows the task (its receipt is checked, so it
+                now says so: vanished or expired) — exit 8, as for a lost prompt.
+            ServerUnreachable: the server could not be reached (exit 6).
+            ServerProtocolError: it refused the answer otherwise (exit 7).
+        """
+        if error is not None and error.failure_class == "lost":
+            checked = await self.reconciler.check(receipt.receipt_id, ObservationSource.ANSWER)
+            state = checked.retrieval.value if checked is not None else "lost"
+            raise Conflict(
+                f"the server no longer knows this task (receipt {receipt.receipt_id} is"
+                f" {state}): the answer to {key!r} cannot be delivered"
+            )
+        if error is not None and error.failure_class != "transient":
+            raise typed_error(error, f"the server did not take the answer to {key!r}")
+        why = f": {error.message}" if error is not None else " in time"
+        raise ServerUnreachable(f"the server did not take the answer to {key!r}{why}")
 
 
 def pending_request(receipt: Receipt, key: str | None) -> InputRequest:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chit.clock import Clock, current_clock
-from chit.errors import UsageError
+from chit.errors import NotFound, UsageError
 from chit.receipts import (
     HandleRef,
     Intent,
@@ -41,11 +41,12 @@ from chit.reconcile import (
 )
 from chit.reconcile.boundary import redact_event
 from chit.redaction import REGISTRY, handle_secret, redact
+from chit.runtime.arguments import argument_problems, plain
 from chit.runtime.servers import connect, typed_error
 from chit.servers.tools import ServerUnreachable
 from chit.store import AlreadyExists, Store
 from chit.tasks import wire
-from chit.tasks.client import SyncResult, TaskError, TaskHandle
+from chit.tasks.client import SyncResult, TaskClient, TaskError, TaskHandle
 
 
 def check_expression(accept_if: str | None) -> None:
@@ -124,7 +125,9 @@ class Calls:
         """
         check_expression(accept_if)
         args = dict(arguments or {})
-        await connect(self.pool, server)  # connect first: nothing is sent before the intent
+        # Connect and check first: nothing is recorded for a call that cannot be made.
+        client = await connect(self.pool, server)
+        await self._check(client, server, tool, args)
         now = self.clock.now()
         intent = new_intent(
             request_key=new_request_key(now),
@@ -137,6 +140,30 @@ class Calls:
         )
         self.store.intents.begin(intent, owner=self.owner)
         return await self.send(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
+
+    async def _check(
+        self, client: TaskClient, server: str, tool: str, arguments: dict[str, Any]
+    ) -> None:
+        """Refuse an unknown tool (exit 3, naming the real ones) or unfit arguments (exit 2)."""
+        try:
+            info = await client.tool(tool)
+        except TaskError as exc:
+            if exc.failure_class == "transient":
+                self.pool.broken(server, client)
+            raise typed_error(exc, f"server {server!r} did not list its tools") from exc
+        if info is None:
+            names = client.tool_names()
+            shown = ", ".join(plain(n, 60) for n in names[:40]) + (" …" if len(names) > 40 else "")
+            raise NotFound(
+                f"server {server!r} has no tool {plain(tool)!r}; "
+                + (f"its tools: {shown}" if names else "it lists no tools")
+            )
+        problems = argument_problems(info.input_schema, arguments)
+        if problems:
+            raise UsageError(
+                f"the arguments do not fit the input schema of {server}/{plain(tool)}:\n  "
+                + "\n  ".join(problems)
+            )
 
     async def send(
         self,

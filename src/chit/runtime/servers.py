@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from chit.errors import ChitError
+from chit.errors import ChitError, NotFound
 from chit.home import Home
 from chit.reconcile import ConnectionPool, HandleBook, SpecResolver
 from chit.reconcile.sweep import sweep_existing
@@ -46,11 +46,16 @@ async def connect(pool: ConnectionPool, server: str) -> TaskClient:
     """The connected client of ``server``.
 
     Raises:
+        NotFound: no server of that name is registered (exit 3: a typo, not an outage).
         ServerUnreachable: no connection (exit 6), also while the reconnect backs off.
     """
     try:
         return await pool.get(server)
     except TaskError as exc:
+        if isinstance(exc.__cause__, NotFound):
+            raise NotFound(
+                f"no server named {server!r} is registered (see chit servers list)"
+            ) from None
         raise ServerUnreachable(f"cannot reach server {server!r}: {exc.message}") from exc
 
 

@@ -102,6 +102,7 @@ class TaskClient:
         self._handled_inputs: dict[str, set[str]] = {}
         self._wakeups: dict[str, anyio.Event] = {}
         self._support: dict[str, wire.TaskSupport] = {}
+        self._tools: dict[str, ToolInfo] = {}
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -169,7 +170,22 @@ class TaskClient:
         """All tools with their effective task support (refreshes the support cache)."""
         tools = await list_tool_infos(self.session, self.generation)
         self._support.update({t.name: t.task_support for t in tools})
+        self._tools = {t.name: t for t in tools}
         return tools
+
+    async def tool(self, name: str) -> ToolInfo | None:
+        """The tool called ``name`` (None when the server has none by that name).
+
+        Listed lazily, once per name not seen yet: servers may register tools after
+        ``initialize`` (server-everything does).
+        """
+        if name not in self._tools:
+            await self.list_tools()
+        return self._tools.get(name)
+
+    def tool_names(self) -> list[str]:
+        """The names of the tools the server listed last, in its order."""
+        return list(self._tools)
 
     def server_summary(self) -> ServerSummary:
         """Server identity and task support for a "servers" screen."""
