@@ -36,14 +36,25 @@ class ExitCode(IntEnum):
 
 
 class ChitError(Exception):
-    """An error meant for the user: one clear line, a stable exit code."""
+    """An error meant for the user: one clear line, a stable exit code.
+
+    ``details`` are further lines when one error has several parts (each argument that
+    does not fit a tool's schema): the CLI prints one line per detail under the message.
+    """
 
     exit_code: ExitCode = ExitCode.INTERNAL
 
-    def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        exit_code: ExitCode | None = None,
+        details: tuple[str, ...] | list[str] = (),
+    ) -> None:
         super().__init__(redact(message) if isinstance(message, str) else message)
         if exit_code is not None:
             self.exit_code = exit_code
+        self.details = tuple(redact(d) for d in details)
 
     @property
     def message(self) -> str:

@@ -72,7 +72,7 @@ class ChitGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except ChitError as exc:
-            fail(exc.message, exc.exit_code)
+            fail(exc.message, exc.exit_code, exc.details)
         except sqlite3.OperationalError as exc:
             fail(f"store error: {exc}", ExitCode.STORE)
         except KeyboardInterrupt:
@@ -111,15 +111,19 @@ class TerminalLog(logging.Handler):
             self.handleError(record)
 
 
-def fail(message: str, code: ExitCode) -> NoReturn:
+def fail(message: str, code: ExitCode, details: Sequence[str] = ()) -> NoReturn:
     """Print ``chit: message`` on stderr — one line, whatever it holds — and exit.
 
-    The message is redacted (``chit.redaction``): an unexpected error can quote what a
+    Each of ``details`` (an error with several parts: every argument that does not fit
+    a tool's schema) follows on a line of its own, indented, made one line the same way.
+    Everything is redacted (``chit.redaction``): an unexpected error can quote what a
     server sent, task handle included.
     """
     from chit.redaction import redact
 
     click.echo(f"chit: {one_line(redact(message))}", err=True)
+    for detail in details:
+        click.echo(f"chit:   {one_line(redact(detail))}", err=True)
     sys.exit(int(code))
 
 

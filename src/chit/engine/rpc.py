@@ -287,7 +287,9 @@ def error(id_: int | str | None, code: int, message: str, data: Any = None) -> d
 
 def chit_error(id_: int | str | None, exc: ChitError) -> dict[str, Any]:
     """A ChitError as an error response; the exit code travels along."""
-    data = {"exit_code": int(exc.exit_code), "type": type(exc).__name__}
+    data: dict[str, Any] = {"exit_code": int(exc.exit_code), "type": type(exc).__name__}
+    if exc.details:
+        data["details"] = list(exc.details)
     return error(id_, CHIT_ERROR, exc.message, data)
 
 
@@ -306,4 +308,6 @@ def raise_error(body: dict[str, Any]) -> None:
     code = data.get("exit_code")
     exit_code = ExitCode(code) if code in {int(c) for c in ExitCode} else ExitCode.INTERNAL
     cls = _BY_CODE.get(int(exit_code), ChitError)
-    raise cls(message, exit_code=exit_code)
+    listed = data.get("details")
+    details = [str(d) for d in listed[:50]] if isinstance(listed, list) else []
+    raise cls(message, exit_code=exit_code, details=details)

@@ -161,8 +161,9 @@ class Calls:
         problems = argument_problems(info.input_schema, arguments)
         if problems:
             raise UsageError(
-                f"the arguments do not fit the input schema of {server}/{plain(tool)}:\n  "
-                + "\n  ".join(problems)
+                f"the arguments do not fit the input schema of {server}/{plain(tool)}"
+                f" ({len(problems)} problem{'s' if len(problems) != 1 else ''}):",
+                details=problems,
             )
 
     async def send(
