@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import typing
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import sqlite_utils
+from pydantic import BaseModel
 
 from chit.home import Home
 from chit.receipts import LifecycleState, Receipt, RetrievalCondition
@@ -26,6 +28,7 @@ from chit.sidecar.anchors import SidecarStore
 from chit.store import Store
 from chit.store.db import connect, immediate
 from chit.store.migrations import SCHEMA_VERSION, migrations
+from chit.store.receipt_repo import dump_doc
 from tests.store_support import T0, make_obs, make_receipt
 
 BLOB = b"\x01" + bytes(8) + bytes(12) + b"c" * 24
@@ -234,3 +237,36 @@ def test_due_and_live_ids_by_partial_indexes(store: Store) -> None:
         "live-never",
         "live-lost",
     }
+
+
+# ---------------------------------------------------------------- the stored document
+def _models(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    if model in seen:
+        return seen
+    seen.add(model)
+    for info in model.model_fields.values():
+        stack = [info.annotation]
+        while stack:
+            tp = stack.pop()
+            stack.extend(typing.get_args(tp))
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                _models(tp, seen)
+    return seen
+
+
+def test_dropping_null_fields_from_the_document_loses_nothing() -> None:
+    """``dump_doc`` leaves out null fields; each must read back as null, i.e. every
+    nullable field of every model in a receipt defaults to None."""
+    models = _models(Receipt, set())
+    assert {"Receipt", "CancelInfo", "Acceptance", "Outcome", "InputRequest"} <= {
+        m.__name__ for m in models
+    }
+    for model in models:
+        for name, info in model.model_fields.items():
+            if type(None) in typing.get_args(info.annotation):
+                assert not info.is_required(), f"{model.__name__}.{name}"
+                assert info.default is None, f"{model.__name__}.{name}"
+    sparse = make_receipt("r-1", purpose=None, fingerprint=None)
+    doc = dump_doc(sparse)
+    assert "null" not in doc and len(doc) < len(sparse.model_dump_json())
+    assert Receipt.model_validate_json(doc) == sparse

@@ -69,6 +69,17 @@ def _iso(value: datetime | None) -> str | None:
     return clock.iso(value) if value is not None else None
 
 
+def dump_doc(receipt: Receipt) -> str:
+    """The stored document of a receipt: its JSON without the fields that are null.
+
+    A null field reads back as its default, which is null for every nullable field
+    (``tests/test_write_path.py`` holds every model to that), so nothing is lost — and a
+    receipt row shrinks by a third (1.1 KB → 0.7 KB for a fresh one): more rows per page,
+    fewer new pages per insert (docs/performance.md, "Store").
+    """
+    return receipt.model_dump_json(exclude_none=True)
+
+
 def _params(receipt: Receipt) -> dict[str, Any]:
     # StrEnum members bind as their text; skipping ``.value`` is measurable per write.
     return {
@@ -89,7 +100,7 @@ def _params(receipt: Receipt) -> dict[str, Any]:
         "request_key": receipt.request_key,
         "handle_fp": receipt.handle.fingerprint if receipt.handle is not None else None,
         "version": receipt.version,
-        "doc": receipt.model_dump_json(),
+        "doc": dump_doc(receipt),
     }
 
 
