@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from chit.redaction import redact
-
 
 class ExitCode(IntEnum):
     """Stable process exit codes. Never renumber: scripts depend on them."""
@@ -51,6 +49,10 @@ class ChitError(Exception):
         exit_code: ExitCode | None = None,
         details: tuple[str, ...] | list[str] = (),
     ) -> None:
+        # Imported when an error is made, not with this module: every command imports
+        # chit.errors, and most runs never raise.
+        from chit.redaction import redact
+
         super().__init__(redact(message) if isinstance(message, str) else message)
         if exit_code is not None:
             self.exit_code = exit_code

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +166,8 @@ def _stop(ctx: click.Context) -> bool:
         return True
     pid = lock_pid(paths.lock)  # it does not answer or does not stop: the signal
     if pid is not None:
+        import signal
+
         os.kill(pid, signal.SIGTERM)
         if wait_until_gone(paths, STOP_WAIT_S):
             return True

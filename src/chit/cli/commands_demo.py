@@ -9,11 +9,7 @@ the TUI for N seconds and prints the receipts (for tests and CI).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +40,8 @@ class DemoRun:
     """The running demo: the Supervisor (hosting the sidecar executor) and the agent thread."""
 
     def __init__(self, root: Path) -> None:
+        import threading
+
         from chit.demo.agent import DemoAgent
         from chit.home import Home
         from chit.tui.host import SupervisorHost
@@ -79,6 +77,10 @@ class DemoRun:
 @click.option("--keep", is_flag=True, help="Keep the throwaway home (its path is printed).")
 def demo(headless_seconds: float | None, keep: bool) -> None:
     """Open the TUI on a throwaway home with a demo server and a scripted agent."""
+    import shutil
+    import tempfile
+    import time
+
     root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
     try:
         prepare_home(root)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import platform
 import sqlite3
-from importlib import metadata
 from typing import Any
 
 import click
@@ -14,6 +13,8 @@ from chit.cli.context import home_of
 
 
 def _version(dist: str) -> str | None:
+    from importlib import metadata  # heavy (email, zipfile): doctor only
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:

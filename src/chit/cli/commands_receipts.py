@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from chit import clock
-from chit.cli.context import open_store
+from chit.cli.context import read_store
 from chit.errors import UsageError
 from chit.receipts import LifecycleState
 
@@ -49,9 +49,9 @@ def receipts(
     now = clock.now()
     selected = [LifecycleState(s) for s in states] or None
     items = []
-    with open_store(ctx, readonly=True) as store:
+    with read_store(ctx) as store:
         cursor: str | None = None
-        while True:
+        while store is not None:
             page = store.receipts.list(
                 state=selected, server=server, work_ref=work_ref, limit=limit, after=cursor
             )
@@ -79,7 +79,11 @@ def show(ctx: click.Context, receipt: str, as_json: bool) -> None:
     from chit.cli.output import emit_json, observation_json, receipt_detail, receipt_json
 
     now = clock.now()
-    with open_store(ctx, readonly=True) as store:
+    with read_store(ctx) as store:
+        if store is None:
+            from chit.store.errors import RecordNotFound
+
+            raise RecordNotFound(f"no receipt starts with {receipt.strip()!r}")
         found = store.receipts.get_by_prefix(receipt)
         timeline = store.observations.timeline(found.receipt_id)
     if as_json:
@@ -111,9 +115,9 @@ def export(ctx: click.Context, as_jsonl: bool, timeline: bool) -> None:
     from chit.cli.output import emit_jsonl, observation_json, receipt_json
 
     now = clock.now()
-    with open_store(ctx, readonly=True) as store:
+    with read_store(ctx) as store:
         cursor: str | None = None
-        while True:
+        while store is not None:
             page = store.receipts.list(limit=500, after=cursor)
             docs = []
             for r in page.items:

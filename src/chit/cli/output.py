@@ -9,18 +9,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from chit import clock
-from chit.receipts import Observation, Receipt
-from chit.receipts.decisions import next_safe_decision
-from chit.receipts.queries import freshness
+
+if TYPE_CHECKING:
+    from chit.receipts import Observation, Receipt
+
+# The receipt domain (pydantic models, decisions) is imported inside the functions that
+# format a receipt: a command with nothing to format never loads it.
 
 
 def receipt_json(receipt: Receipt, now: datetime | None = None) -> dict[str, Any]:
     """The receipt as a JSON object, plus its freshness and next safe decision."""
+    from chit.receipts.decisions import next_safe_decision
+    from chit.receipts.queries import freshness
+
     at = now or clock.now()
     doc: dict[str, Any] = receipt.model_dump(mode="json")
     doc["freshness"] = freshness(receipt, at).value
@@ -77,6 +83,8 @@ def short_id(receipt_id: str) -> str:
 
 def receipt_table(receipts: list[Receipt], now: datetime) -> list[str]:
     """Plain-text table lines for ``chit receipts``."""
+    from chit.receipts.queries import freshness
+
     header = (
         f"{'RECEIPT':<26}  {'STATE':<14}  {'FRESH':<12}  {'SERVER':<14}  {'TOOL':<18}  OBSERVED"
     )
@@ -99,6 +107,9 @@ def repeated(obs: Observation) -> str:
 
 def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime) -> list[str]:
     """Human-readable lines for ``chit show``: the nine elements and the timeline."""
+    from chit.receipts.decisions import next_safe_decision
+    from chit.receipts.queries import freshness
+
     r = receipt
     d = next_safe_decision(r, now)
     lines = [
