@@ -16,13 +16,18 @@ Run: ``.venv/bin/python benchmarks/store.py [--slices N] [--per-slice N] [--rows
    middle), filtered by state, and a text search (which scans).
 5. Timelines (``benchmarks/retention.py``): rows and size of a day of 1 s polls, folded
    against one row per poll; the database size before and after ``chit prune``.
+6. Cold start: ``chit receipts --json`` in a fresh process on an empty home and on a
+   home with one receipt, interleaved with ``python -c pass`` (goal ≤ 0.1 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -236,11 +241,43 @@ def listing(home: Path, rows: int) -> dict[str, float]:
         }
 
 
+def cold_start(base: Path, rounds: int) -> dict[str, float]:
+    """Median wall time (ms) of cold commands, interleaved with a bare interpreter start.
+
+    ``python -c pass`` against ``chit receipts --json`` on an empty home (no store yet)
+    and on a home with one receipt, each in a fresh process, alternated ``rounds`` times
+    so all three see the same machine.
+    """
+    empty = base / "cold-empty"
+    one = Home(base / "cold-one")
+    with Store.open(one) as store:
+        r = receipt(1)
+        store.receipts.insert(r, BLOB, "0123456789ab", [observation(r)])
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "receipts --json, empty home": [
+            sys.executable, "-m", "chit", "--home", str(empty), "receipts", "--json",
+        ],
+        "receipts --json, one receipt": [
+            sys.executable, "-m", "chit", "--home", str(one.root), "receipts", "--json",
+        ],
+    }  # fmt: skip
+    samples: dict[str, list[float]] = {k: [] for k in commands}
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    for _ in range(rounds):
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True, env=env)
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slices", type=int, default=15)
     parser.add_argument("--per-slice", type=int, default=200)
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--cold", type=int, default=15, help="cold-start rounds (0: skip)")
     args = parser.parse_args()
     print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL")
     print(f"before: {walstat.load()}")
@@ -296,6 +333,13 @@ def main() -> None:
         print(f"after listing: {walstat.load()}")
         retention.timeline_figures(base)
         print(f"after timelines: {walstat.load()}")
+        if args.cold:
+            cold = cold_start(base, args.cold)
+            bare = cold["python -c pass"]
+            print(f"\ncold start, median of {args.cold} interleaved rounds (goal <= 100 ms):")
+            for name, ms in cold.items():
+                print(f"  {name:<34} {ms:8.1f} ms  ({ms / bare:4.1f}x python -c pass)")
+            print(f"after cold start: {walstat.load()}")
 
 
 if __name__ == "__main__":
