@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,8 @@ ALLOWED_SCANS: dict[str, str] = {
     "SELECT state, count(*) FROM intents GROUP BY state": "whole-table statistics",
     "GROUP BY failure_class": "whole-table statistics",
     "SELECT min(created_at) FROM intents": "whole-table statistics",
+    # `chit doctor` and the TUI's start count the sealed handles once (chit.runtime.keys).
+    "WHERE handle_blob IS NOT NULL": "a one-off count for the key diagnosis",
     # Tiny tables with a handful of rows (tokens; migrations bookkeeping).
     "FROM principals": "a few tokens",
     "_sqlite_migrations": "migration bookkeeping",
@@ -96,6 +99,14 @@ def _recording_connection(recorder: Recorder) -> type[sqlite3.Connection]:
     return RecordingConnection
 
 
+def _file_of(database: Any) -> Path:
+    """The file a connection opened (a path, or a ``file:`` URI with a query)."""
+    text = str(database)
+    if text.startswith("file:"):
+        text = urllib.parse.unquote(text[len("file:") :].split("?", 1)[0])
+    return Path(text).resolve()
+
+
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
     rec = Recorder()
@@ -103,7 +114,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
 
     def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn = _REAL_CONNECT(database, *args, factory=factory, **kwargs)
-        conn.path = Path(database).resolve()  # type: ignore[attr-defined]
+        conn.path = _file_of(database)  # type: ignore[attr-defined]
         return conn
 
     monkeypatch.setattr(store_db.sqlite3, "connect", connect)
