@@ -271,3 +271,48 @@ def test_token_list_shows_last_use(tmp_path: Path) -> None:
     shown = run(home.root, "sidecar", "token", "list")
     assert shown.exit_code == 0
     assert "last used 2026-03-01T10:00:00.000Z" in shown.stdout
+
+
+# --- the same class elsewhere: text others chose is printed inert ---------------------
+
+
+def test_listings_print_control_characters_as_escapes(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from tests.cli_support import no_keyring_env, run_chit, seed_receipt
+
+    evil_tool = "tool\x1b]0;owned\x07\x1b[2J\u202eexe.txt"
+    receipt = seed_receipt(
+        Home(tmp_path), handle="h" * 24, now=datetime(2026, 3, 1, tzinfo=UTC), tool=evil_tool
+    )
+    env = no_keyring_env(tmp_path)
+    for argv in (["receipts"], ["show", receipt.receipt_id]):
+        ran = run_chit(*argv, env=env)
+        assert ran.code == 0, ran.err
+        assert "\x1b" not in ran.out and "\x07" not in ran.out and "\u202e" not in ran.out
+        assert "\\x1b" in ran.out
+    as_json = run_chit("show", receipt.receipt_id, "--json", env=env)
+    assert json.loads(as_json.out)["tool"] == evil_tool  # data stays exact in JSON
+
+
+def test_an_imported_file_cannot_write_escapes_to_the_terminal(home: Path) -> None:
+    source = home.parent / "mcp.json"
+    source.write_text(
+        json.dumps({"mcpServers": {"ok": {"command": "run\x1b[2Jme", "args": ["\x1b]0;x\x07"]}}})
+    )
+    imported = run(home, "servers", "import", str(source))
+    assert imported.exit_code == 0, imported.output
+    listed = run(home, "servers", "list")
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "run\\x1b[2Jme" in listed.stdout
+
+
+def test_an_exception_group_is_classified_by_what_failed() -> None:
+    import httpx2
+
+    from chit.tasks.client.errors import classify
+
+    group = BaseExceptionGroup("tg", [ExceptionGroup("inner", [httpx2.ConnectError("refused")])])
+    err = classify(group, "initialize")
+    assert err.failure_class == "transient"
+    assert "ConnectError: refused" in str(err) and "ExceptionGroup" not in str(err)

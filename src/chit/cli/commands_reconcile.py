@@ -54,6 +54,7 @@ def intents(ctx: click.Context, as_json: bool, show_all: bool) -> None:
     """Calls whose outcome is unknown (or all intents with --all)."""
     if ctx.invoked_subcommand is not None:
         return
+    from chit.cli.output import printable
     from chit.receipts import IntentState
 
     with open_store(ctx, readonly=True) as store:
@@ -63,7 +64,8 @@ def intents(ctx: click.Context, as_json: bool, show_all: bool) -> None:
         click.echo(json.dumps([i.model_dump(mode="json") for i in rows], indent=2))
         return
     for i in rows:
-        click.echo(f"{i.request_key}  {i.state.value:<9}  {i.server}/{i.tool}  {i.error or ''}")
+        where = printable(f"{i.server}/{i.tool}")
+        click.echo(f"{i.request_key}  {i.state.value:<9}  {where}  {printable(i.error or '')}")
     if not rows:
         click.echo("no calls with an unknown outcome", err=True)
 

@@ -37,8 +37,12 @@ def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
 
 
 def _table(rows: list[list[str]]) -> None:
+    from chit.cli.output import printable
+
     if not rows:
         return
+    # Cells may come from a config file, an imported .mcp.json or a server's tool list.
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
@@ -180,12 +184,15 @@ def import_servers(ctx: click.Context, file: str, replace: bool, as_json: bool) 
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return
+    from chit.cli.output import printable
+
+    # Names and reasons quote the imported file, which may come from any repository.
     for item in report.imported:
         verb = "replaced" if item.replaced else "imported"
         notes = f" - {'; '.join(item.notes)}" if item.notes else ""
-        click.echo(f"{verb} {item.name} ({item.transport}){notes}")
+        click.echo(printable(f"{verb} {item.name} ({item.transport}){notes}"))
     for skip in report.skipped:
-        click.echo(f"skipped {skip.name}: {skip.reason}")
+        click.echo(printable(f"skipped {skip.name}: {skip.reason}"))
 
 
 @click.command("tools")
@@ -208,9 +215,13 @@ def tools(ctx: click.Context, server: str, as_json: bool, timeout: float) -> Non
         click.echo(json.dumps(listing.to_json(), indent=2))
         return
     ext = {True: "declared", False: "not declared", None: "n/a"}[listing.extension_declared]
+    from chit.cli.output import printable
+
     click.echo(
-        f"# {listing.server}: {listing.server_name or '?'} {listing.server_version or ''}".rstrip()
-        + f", protocol {listing.protocol_version}, tasks: {listing.tasks_detail}"
+        printable(
+            f"# {listing.server}: {listing.server_name or '?'} {listing.server_version or ''}"
+        ).rstrip()
+        + printable(f", protocol {listing.protocol_version}, tasks: {listing.tasks_detail}")
         + f", tasks extension: {ext}"
     )
     rows = [["TOOL", "TASKS", "TITLE"]]

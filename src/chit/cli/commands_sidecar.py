@@ -167,8 +167,10 @@ def decisions_cmd(ctx: click.Context, include_done: bool, as_json: bool) -> None
     if as_json:
         click.echo(json.dumps([d.to_dict() for d in rows], indent=2))
         return
-    for d in rows:
-        click.echo(f"{d.id}\t{d.state}\t{d.item_id}\t{d.question}")
+    from chit.cli.output import printable
+
+    for d in rows:  # the question is an agent's text
+        click.echo("\t".join(printable(str(v)) for v in (d.id, d.state, d.item_id, d.question)))
 
 
 @sidecar.command("decide")

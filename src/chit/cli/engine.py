@@ -154,7 +154,7 @@ def wait_exit_code(receipt: Receipt) -> ExitCode:
 def print_receipt(receipt: Receipt, as_json: bool) -> None:
     """The receipt for ``call``/``answer``/``cancel``: JSON, or id, state and what next."""
     from chit import clock
-    from chit.cli.output import emit_json, receipt_json
+    from chit.cli.output import emit_json, printable, receipt_json
     from chit.receipts import next_safe_decision
 
     if as_json:
@@ -166,17 +166,20 @@ def print_receipt(receipt: Receipt, as_json: bool) -> None:
         state += f" (synchronous: {receipt.not_task_reason})"
     click.echo(f"receipt  {receipt.receipt_id}")
     click.echo(
-        f"state    {state}" + (f" — {receipt.status_message}" if receipt.status_message else "")
+        f"state    {state}"
+        + (f" — {printable(receipt.status_message)}" if receipt.status_message else "")
     )
     if receipt.outcome is not None:
         o = receipt.outcome
-        text = f"error {o.error_code}: {o.error_message}" if o.is_rpc_error else o.summary
+        text = printable(
+            f"error {o.error_code}: {o.error_message}" if o.is_rpc_error else (o.summary or "")
+        )
         click.echo(f"outcome  {'isError — ' if o.is_error and not o.is_rpc_error else ''}{text}")
     if receipt.acceptance.check or receipt.acceptance.state.value in ("accepted", "rejected"):
-        why = f": {receipt.acceptance.why}" if receipt.acceptance.why else ""
+        why = f": {printable(receipt.acceptance.why)}" if receipt.acceptance.why else ""
         click.echo(f"accept   {receipt.acceptance.state.value}{why}")
     for q in receipt.pending_inputs:
-        click.echo(f"input    {q.key}: {q.message or ''}")
+        click.echo(f"input    {printable(q.key)}: {printable(q.message or '')}")
     if receipt.cancel.posture.value != "not_requested":
         click.echo(f"cancel   {receipt.cancel.posture.value}")
-    click.echo(f"next     {decision.actor}: {decision.reason}")
+    click.echo(f"next     {decision.actor}: {printable(decision.reason)}")

@@ -21,6 +21,31 @@ if TYPE_CHECKING:
 # The receipt domain (pydantic models, decisions) is imported inside the functions that
 # format a receipt: a command with nothing to format never loads it.
 
+# Bidirectional overrides and isolates reorder what follows them on screen ("Trojan
+# source"); they have no business in a receipt's one-line fields.
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal as one line of a table or listing.
+
+    Control characters (terminal escapes, newlines, tabs, DEL, C1), bidi overrides and
+    lone surrogates are shown as ``\\xNN``/``\\uNNNN`` escapes: a server or agent chose
+    these strings, and an escape sequence must not move the cursor, retitle the window
+    or reorder the line for whoever reads them. JSON output needs none of this
+    (``json.dumps`` escapes control characters itself).
+    """
+    if text.isprintable() and not _BIDI.intersection(text):
+        return text
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _BIDI or 0xD800 <= code < 0xE000 or (not ch.isprintable() and code < 0xA0):
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
 
 def receipt_json(receipt: Receipt, now: datetime | None = None) -> dict[str, Any]:
     """The receipt as a JSON object, plus its freshness and next safe decision."""
@@ -92,7 +117,8 @@ def receipt_table(receipts: list[Receipt], now: datetime) -> list[str]:
     for r in receipts:
         lines.append(
             f"{r.receipt_id:<26}  {r.state.value:<14}  {freshness(r, now).value:<12}  "
-            f"{r.server[:14]:<14}  {r.tool[:18]:<18}  {ago(r.status_at, now)}"
+            f"{printable(r.server)[:14]:<14}  {printable(r.tool)[:18]:<18}  "
+            f"{ago(r.status_at, now)}"
         )
     return lines
 
@@ -112,26 +138,29 @@ def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime)
 
     r = receipt
     d = next_safe_decision(r, now)
+    p = printable  # every free-text field below came from a server, an agent or a person
     lines = [
         f"receipt      {r.receipt_id}",
-        f"work         {r.work_ref or '—'}",
-        f"server       {r.server}  ({r.protocol.value})",
-        f"tool         {r.tool}   args {r.args_digest}",
-        f"purpose      {r.purpose or '—'}",
+        f"work         {p(r.work_ref or '—')}",
+        f"server       {p(r.server)}  ({r.protocol.value})",
+        f"tool         {p(r.tool)}   args {r.args_digest}",
+        f"purpose      {p(r.purpose or '—')}",
         f"accepted     {clock.iso(r.accepted_at)}",
-        f"state        {r.state.value}" + (f" — {r.status_message}" if r.status_message else ""),
+        f"state        {r.state.value}" + (f" — {p(r.status_message)}" if r.status_message else ""),
         f"observed     {ago(r.status_at, now)} ({freshness(r, now).value})",
     ]
     if r.synchronous:
         lines.append(
-            f"synchronous  completed synchronously: {r.not_task_reason or 'no reason given'}"
+            f"synchronous  completed synchronously: {p(r.not_task_reason or 'no reason given')}"
         )
     if r.expires_at:
         lines.append(f"expires      {clock.iso(r.expires_at)} ({ago(r.expires_at, now)})")
     if r.retrieval_error:
-        lines.append(f"retrieval    {r.retrieval.value}: {r.retrieval_error}")
+        lines.append(f"retrieval    {r.retrieval.value}: {p(r.retrieval_error)}")
     for req in r.input_requests:
-        lines.append(f"input        [{req.answer_status.value}] {req.key}: {req.message or ''}")
+        lines.append(
+            f"input        [{req.answer_status.value}] {p(req.key)}: {p(req.message or '')}"
+        )
     c = r.cancel
     cancel = c.posture.value
     if c.requested_at:
@@ -147,24 +176,24 @@ def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime)
     if r.outcome:
         o = r.outcome
         if o.is_rpc_error:
-            lines.append(f"outcome      error {o.error_code}: {o.error_message}")
+            lines.append(f"outcome      error {o.error_code}: {p(o.error_message or '')}")
         else:
             flag = "isError — unresolved" if o.is_error else "ok"
-            lines.append(f"outcome      {flag}: {o.summary}")
+            lines.append(f"outcome      {flag}: {p(o.summary or '')}")
     a = r.acceptance
     lines.append(
         f"acceptance   {a.state.value}"
-        + (f" ({a.check})" if a.check else "")
-        + (f": {a.why}" if a.why else "")
+        + (f" ({p(a.check)})" if a.check else "")
+        + (f": {p(a.why)}" if a.why else "")
     )
     if r.handle:
         lines.append(f"handle       sealed, fingerprint {r.handle.fingerprint}")
-    lines.append(f"next         {d.actor}: {d.reason}")
+    lines.append(f"next         {d.actor}: {p(d.reason)}")
     lines.append("timeline")
     for obs in timeline:
         mark = "" if obs.applied else "  (not applied)"
         status = f" {obs.status.value}" if obs.status else ""
-        message = f" — {obs.message}" if obs.message else ""
+        message = f" — {p(obs.message)}" if obs.message else ""
         lines.append(
             f"  {clock.iso(obs.at)}  {obs.source.value:<12} {obs.kind.value}{status}{message}{mark}"
             + repeated(obs)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import anyio
+import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
@@ -111,7 +112,17 @@ def classify(exc: BaseException, method: str) -> TaskError:
     return err
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: task groups wrap what failed."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _classify(exc: BaseException, method: str) -> TaskError:
+    exc = _leaf(exc)
+    if isinstance(exc, TaskError):
+        return exc
     if isinstance(exc, MCPError):
         return _from_code(exc.code, exc.message, exc.data, method)
     if isinstance(exc, ValidationError):
@@ -129,6 +140,14 @@ def _classify(exc: BaseException, method: str) -> TaskError:
         exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
     ):
         return TransientError(f"connection lost: {type(exc).__name__}", method=method)
+    if isinstance(exc, httpx2.TransportError):
+        # "All connection attempts failed", "Connection refused": the kind and httpx2's own
+        # short text (never the request, which carries headers), one line, bounded.
+        text = " ".join(str(exc).split())[:200]
+        return TransientError(
+            f"connection failed: {type(exc).__name__}" + (f": {text}" if text else ""),
+            method=method,
+        )
     # Anything else happened somewhere between us and the server: we cannot tell whether
     # the request was applied, which is exactly what "transient" means to the reconciler.
     return TransientError(f"unexpected failure: {type(exc).__name__}", method=method)
