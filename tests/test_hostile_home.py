@@ -370,3 +370,18 @@ def test_diagnose_knows_a_missing_key_from_a_fresh_one(tmp_path: Path) -> None:
     assert "need 0000000000000000" in other["why"]
     same = diagnose_key_store(home, file_env, expected_kid=vault.kid, sealed=1)
     assert same["usable"] is True
+
+
+@pytest.mark.timeout(30)
+def test_daemon_files_that_are_fifos_do_not_hang_a_client(tmp_path: Path) -> None:
+    from chit.engine.rpc import decode
+    from chit.engine.start import DaemonUnavailable, last_line, lock_is_held, lock_pid
+
+    fifo = tmp_path / "daemon.lock"
+    os.mkfifo(fifo)
+    assert lock_pid(fifo) is None
+    assert last_line(fifo) == ""
+    with pytest.raises(DaemonUnavailable, match="FIFO"):
+        lock_is_held(fifo)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        decode(b"[" * 200_000)

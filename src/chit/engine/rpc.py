@@ -257,6 +257,8 @@ def decode(line: bytes) -> Frame:
         raw = json.loads(line)
     except ValueError as exc:
         raise ValueError(f"not JSON: {exc}") from exc
+    except RecursionError:  # '[' * 1_000_000 fits in a frame; it must not kill the reader
+        raise ValueError("not JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ValueError("a frame must be a JSON object")
     return Frame.model_validate(raw)

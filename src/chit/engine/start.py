@@ -27,6 +27,7 @@ from anyio.abc import SocketStream
 
 from chit.engine.paths import LOG_KEEP, LOG_MAX_BYTES, DaemonPaths
 from chit.errors import ChitError, ExitCode
+from chit.files import NotRegularFile, check_regular, open_regular, read_regular
 from chit.home import Home, ensure_private_dir
 
 START_WAIT_S = 30.0
@@ -52,9 +53,18 @@ async def try_connect(path: Path) -> SocketStream | None:
 
 
 def lock_is_held(path: Path) -> bool:
-    """True when a live process holds ``path``'s flock (a daemon runs or is starting)."""
+    """True when a live process holds ``path``'s flock (a daemon runs or is starting).
+
+    Raises:
+        DaemonUnavailable: ``path`` is not a regular file (opening a FIFO here would
+            block until someone reads it: forever).
+    """
     if not path.exists():
         return False
+    try:
+        check_regular(path)
+    except NotRegularFile as exc:
+        raise DaemonUnavailable(f"cannot use {path}: {exc.strerror}") from None
     with open(path, "a+", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -66,8 +76,8 @@ def lock_is_held(path: Path) -> bool:
 
 def lock_pid(path: Path) -> int | None:
     """The pid written into a lock file (None when absent or unreadable)."""
-    try:
-        text = path.read_text(encoding="utf-8").strip()
+    try:  # non-blocking and bounded: a FIFO or a huge file here is "unreadable"
+        text = read_regular(path, limit=64).decode("utf-8", "replace").strip()
     except OSError:
         return None
     return int(text) if text.isdigit() else None
@@ -174,11 +184,9 @@ def _raise_start_failure(paths: DaemonPaths, code: int | None) -> None:
 def last_line(path: Path) -> str:
     """The last non-empty line of a log file ("" when none)."""
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 4096))
-            tail = handle.read().decode("utf-8", "replace")
+        with open_regular(path) as (fd, st):  # a FIFO here must not hang the client
+            os.lseek(fd, max(0, st.st_size - 4096), os.SEEK_SET)
+            tail = os.read(fd, 4096).decode("utf-8", "replace")
     except OSError:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]

@@ -8,7 +8,6 @@ under the field. Nothing here reads a JSON schema.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.text import Text
@@ -17,6 +16,8 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Static
 
+from chit.errors import UsageError
+from chit.inputs import parse_json
 from chit.receipts.forms import Field, Form, FormInputError, coerce, to_text
 
 EXTRA = "extra"
@@ -151,9 +152,10 @@ class SchemaForm(Vertical):
         if not text:
             return {}
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not JSON: {exc.msg}") from None
+            # Standard JSON only, bounded depth, valid text: what a server can be sent.
+            value = parse_json(text, "extra fields")
+        except UsageError as exc:
+            raise ValueError(exc.message) from None
         if not isinstance(value, dict):
             raise ValueError("must be a JSON object")
         return value
