@@ -82,7 +82,7 @@ DEMO_PROBE = Probe(
     server_version="1",
     protocol_version="2025-11-25",
     generation="2025-11-25",
-    tasks_detail="tasks capability: tools/call",
+    tasks_detail="2025-11-25 core tasks (per-tool taskSupport)",
     tools=(
         ToolEntry(
             "greet",
@@ -129,13 +129,18 @@ class TestBackend(Backend):
 
 
 def make_app(
-    root: Path, *, data: bool = True, mode: Mode | None = None, supervisor: Any = None
+    root: Path,
+    *,
+    data: bool = True,
+    mode: Mode | None = None,
+    supervisor: Any = None,
+    backend: type[Backend] = TestBackend,
 ) -> ChitApp:
     """A ChitApp on a seeded home, no timer, fixed theme."""
     home: Home = seed(root, with_data=data)
-    backend = TestBackend(home, mode or Mode(), supervisor)
+    chosen = backend(home, mode or Mode(), supervisor)
     settings = TuiSettings(theme="textual-dark", bell=False)
-    return ChitApp(backend, settings, tick=None, home_label="~/.local/share/chit")
+    return ChitApp(chosen, settings, tick=None, home_label="~/.local/share/chit")
 
 
 @pytest.fixture

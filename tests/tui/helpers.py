@@ -12,11 +12,13 @@ from chit.tui.widgets.receipt_table import ReceiptTable
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish and the screen catch up."""
+    """Let workers finish, the model publish, and the screen catch up (bounded)."""
     app = pilot.app
-    for _ in range(3):
+    for _ in range(100):
         await pilot.pause()
         await app.workers.wait_for_complete()
+        if not isinstance(app, ChitApp) or app.settled:
+            break
     await pilot.pause()
 
 

@@ -261,3 +261,19 @@ def seed_question(
     finally:
         clock.freeze(NOW)
         db.close()
+
+
+def seed_many(home: Home, count: int) -> list[str]:
+    """``count`` working receipts without a work record, one minute apart (ids returned)."""
+    ids: list[str] = []
+    with Store.open(home) as store:
+        for n in range(100, 100 + count):
+            r = _receipt(
+                n,
+                purpose=f"batch job {n}",
+                accepted_at=NOW - timedelta(minutes=200 - n),
+                status_at=NOW - timedelta(seconds=5),
+            )
+            store.receipts.insert(r, None, None, [])
+            ids.append(r.receipt_id)
+    return ids

@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Input, Select
 
 from chit.receipts import AcceptanceState, LifecycleState
+from chit.runtime.events import ReceiptChanged
 from chit.store import Store
 from chit.tui.app import ChitApp
 from chit.tui.backend import Mode
@@ -18,6 +19,7 @@ from chit.tui.screens.help import HelpScreen
 from chit.tui.screens.inbox import InboxScreen
 from chit.tui.screens.new_call import NewCallScreen
 from chit.tui.screens.servers import ServersScreen
+from chit.tui.screens.verdict import AcceptScreen
 from chit.tui.widgets.receipt_table import ReceiptTable
 from tests.tui.conftest import FakeSupervisor, make_app
 from tests.tui.helpers import screen_text, select, settle
@@ -26,12 +28,25 @@ from tests.tui.seed import rid
 pytestmark = pytest.mark.anyio
 
 
-async def test_main_screen_groups_receipts_by_work_record(app: ChitApp) -> None:
+async def test_main_screen_groups_receipts_by_work_record_in_attention_order(
+    app: ChitApp,
+) -> None:
+    """Within a record: input, near expiry, not judged; records by their most urgent row."""
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         keys = app.screen.query_one(ReceiptTable)._keys
-        assert keys[:4] == ["w:W-report", f"r:{rid(1)}", f"r:{rid(2)}", f"r:{rid(3)}"]
-        assert "w:W-cleanup" in keys and "w:" in keys
+        assert keys == [
+            "w:W-report",
+            f"r:{rid(2)}",  # input required
+            f"r:{rid(1)}",  # 250 s to its TTL: near expiry
+            f"r:{rid(3)}",  # done, not judged
+            "w:",  # no work record: its most urgent row is a prompt too
+            f"r:{rid(7)}",
+            f"r:{rid(5)}",  # cancelled, not judged
+            f"r:{rid(6)}",  # working
+            "w:W-cleanup",
+            f"r:{rid(4)}",
+        ]
         assert app.snapshot.total == 7
         assert len(app.snapshot.prompts) == 2
 
@@ -158,6 +173,10 @@ async def test_accept_and_reject_with_reason(app: ChitApp, tmp_path: Path) -> No
         await select(pilot, rid(3))
         await pilot.press("a")
         await settle(pilot)
+        assert isinstance(app.screen, AcceptScreen)
+        assert "Hello, Ada!" in screen_text(app)  # the preview comes first
+        await pilot.press("enter")  # a success: "Accept" has the focus
+        await settle(pilot)
         await select(pilot, rid(4))
         await pilot.press("x")
         await settle(pilot)
@@ -224,11 +243,11 @@ async def test_help_lists_keymap_ids(app: ChitApp) -> None:
 
 async def test_keymap_remaps_a_binding(tmp_path: Path, fake: FakeSupervisor) -> None:
     app = make_app(tmp_path / "home", supervisor=fake)
-    app.set_keymap({"chit.cancel": "k"})
+    app.set_keymap({"chit.cancel": "ctrl+k"})
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, rid(1))
-        await pilot.press("k")
+        await pilot.press("ctrl+k")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
 
@@ -275,17 +294,20 @@ async def test_supervisor_events_trigger_one_coalesced_reload(
     loads: list[int] = []
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        original = app._publish
+        original = app.publish
 
         def counting(snapshot: object) -> None:
             loads.append(1)
             original(snapshot)  # type: ignore[arg-type]
 
-        app._publish = counting  # type: ignore[method-assign]
-        for _ in range(50):
-            fake.subscribers[0](object())
+        app.publish = counting  # type: ignore[method-assign]
+        receipt = app.model.receipts[rid(1)]
+        for n in range(50):
+            changed = receipt.model_copy(update={"version": receipt.version + n + 1})
+            fake.subscribers[0](ReceiptChanged(changed, receipt, ("status_message",)))
         await settle(pilot)
         assert 1 <= len(loads) <= 3
+        assert app.model.receipts[rid(1)].version == receipt.version + 50
 
 
 async def test_restart_keeps_receipts_and_prompts(tmp_path: Path) -> None:

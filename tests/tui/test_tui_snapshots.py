@@ -36,7 +36,7 @@ def test_detail_screen(snap_compare: Any, tmp_path: Path, size: tuple[int, int])
     """A cancelled receipt: posture with requested/acknowledged/observed times, timeline."""
 
     async def run_before(pilot: Pilot[None]) -> None:
-        await settle(pilot)
+        await quiet(pilot)  # toasts first: one under a dialog stays in the picture
         await select(pilot, rid(5))
         await pilot.press("enter")
         await quiet(pilot)
@@ -63,7 +63,7 @@ def test_answer_form_with_errors(snap_compare: Any, tmp_path: Path, size: tuple[
     """The form from the request schema after an empty submit: required-field messages."""
 
     async def run_before(pilot: Pilot[None]) -> None:
-        await settle(pilot)
+        await quiet(pilot)  # toasts first: one under a dialog stays in the picture
         await select(pilot, rid(2))
         await pilot.press("r")
         await settle(pilot)
@@ -130,3 +130,89 @@ def test_key_store_unavailable(snap_compare: Any, tmp_path: Path, size: tuple[in
         " or set CHIT_KEY_STORE=file. Read-only until then.",
     )
     assert snap_compare(_app(tmp_path, mode=mode), terminal_size=size, run_before=quiet)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_accept_preview_of_an_error(
+    snap_compare: Any, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Accept shows the outcome first; an error result says it is not a success."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await quiet(pilot)  # toasts first: one under a dialog stays in the picture
+        await select(pilot, rid(4))
+        await pilot.press("a")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_cancel_confirmation(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """Cancel asks first; "Keep running" has the focus; the dialog shows its own keys."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await quiet(pilot)  # toasts first: one under a dialog stays in the picture
+        await select(pilot, rid(1))
+        await pilot.press("c")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_reject_reason(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """Reject asks for the reason the agent will read."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await quiet(pilot)  # toasts first: one under a dialog stays in the picture
+        await select(pilot, rid(4))
+        await pilot.press("x")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_verdict_column_and_pause(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """One outcome accepted, one rejected (by person and by check), the list paused."""
+    from chit.receipts import Acceptance, AcceptanceState
+    from chit.store import Store
+
+    app = _app(tmp_path)
+    with Store.open(app.backend.home) as store:
+        for n, acceptance in (
+            (3, Acceptance(state=AcceptanceState.ACCEPTED, decided_by="user")),
+            (4, Acceptance(state=AcceptanceState.REJECTED, why="no", decided_by="chit:auto")),
+        ):
+            receipt = store.receipts.require(rid(n))
+            changed = receipt.model_copy(update={"acceptance": acceptance})
+            store.receipts.update(changed, expected_version=receipt.version)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("z")
+        await quiet(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_agent_question(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """An agent's question: its form, "Send" and "Decline" (no separate cancel)."""
+    app = _app(tmp_path)
+    seed_question(app.backend.home)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        from textual.widgets import DataTable
+
+        await quiet(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        table = pilot.app.screen.query_one("#prompts", DataTable)
+        keys = [row.value for row in table.rows]
+        table.move_cursor(row=keys.index("q:dq_seeded"), animate=False)
+        await pilot.press("enter")
+        await quiet(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -82,6 +82,7 @@ def demo(headless_seconds: float | None, keep: bool) -> None:
     import time
 
     root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
+    code = 0
     try:
         prepare_home(root)
         run = DemoRun(root)
@@ -90,28 +91,33 @@ def demo(headless_seconds: float | None, keep: bool) -> None:
                 time.sleep(headless_seconds)
                 _print_receipts(root)
             else:
-                _run_tui(root, run)
+                code = _run_tui(root, run)
         finally:
             run.stop()
     finally:
-        if keep:
+        # After a crash the home is the evidence: keep it and say where it is.
+        if keep or code:
             click.echo(f"demo home kept at {root}", err=True)
         else:
             shutil.rmtree(root, ignore_errors=True)
+    if code:
+        raise SystemExit(code)
 
 
-def _run_tui(root: Path, run: DemoRun) -> None:
+def _run_tui(root: Path, run: DemoRun) -> int:
     from chit.home import Home
     from chit.tui.app import ChitApp
     from chit.tui.backend import Backend, Mode
     from chit.tui.config import TuiSettings
+    from chit.tui.launch import run as run_app
 
     mode = Mode(
         banner="Demo: throwaway home, in-memory key store (CHIT_KEY_STORE=memory);"
         " everything vanishes when you quit.",
         note="demo",
     )
-    ChitApp(Backend(Home(root), mode, run.host), TuiSettings(), tick=1.0).run()
+    home = Home(root)
+    return run_app(ChitApp(Backend(home, mode, run.host), TuiSettings(), tick=1.0), home)
 
 
 def _print_receipts(root: Path) -> None:

@@ -15,10 +15,13 @@ def _run(ctx: click.Context, readonly: bool) -> None:
         # No terminal to draw on (a pipe, CI): the TUI cannot run; be useful instead.
         click.echo(ctx.get_help())
         return
-    from chit.tui.launch import build_app
+    from chit.tui.launch import build_app, run
 
-    app = build_app(home_of(ctx), readonly=readonly)
-    app.run()
+    home = home_of(ctx)
+    app = build_app(home, readonly=readonly)
+    code = run(app, home)
+    if code:
+        ctx.exit(code)
 
 
 def open_default(ctx: click.Context) -> None:

@@ -1,22 +1,22 @@
-"""The user's actions on receipts: answer, cancel, accept, reject, new call.
+"""The person's actions: open screens, answer, cancel, judge, undo, start a call.
 
 A mixin of ``ChitApp`` so ``app.py`` stays small. Each action asks the current screen
-which receipt is selected, confirms destructive steps in a typed modal, and runs the
-Supervisor call through ``ChitApp.submit`` (a thread worker; errors become toasts).
+which receipt is selected, confirms what deserves it in a typed modal, and runs the
+engine call in an app-owned worker: a cancel or an answer the person confirmed is sent
+even if they leave the screen meanwhile (its result is a toast and the model update).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chit.receipts import Receipt
+from textual.screen import Screen
+
+from chit.receipts import Receipt, is_success
 
 if TYPE_CHECKING:
     from chit.tui.app import ChitApp
     from chit.tui.view import Question
-
-MUTATING = {"answer", "cancel_task", "accept", "reject", "new_call"}
-"""Actions that change something: greyed out while read-only."""
 
 
 class ActionsMixin:
@@ -27,54 +27,63 @@ class ActionsMixin:
 
     def selected(self) -> Receipt | None:
         """The receipt the current screen has selected, if any."""
-        screen: Any = self._app().screen
-        getter = getattr(screen, "selected_receipt", None)
+        getter = getattr(self._app().screen, "selected_receipt", None)
         return getter() if callable(getter) else None
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Grey out (None) what read-only mode forbids; hide nothing."""
-        if action in MUTATING and self._app().readonly:
-            return None
-        return True
-
-    def _need(self, receipt: Receipt | None, verb: str) -> Receipt | None:
+    def _allowed(self, action: str) -> bool:
+        """The same rule as the footer: a key that is not shown does nothing."""
         app = self._app()
-        if app.readonly:
-            app.notify(f"read-only: cannot {verb}", severity="warning")
-            return None
-        if receipt is None:
-            app.notify(f"Select a receipt to {verb}.", severity="warning")
-        return receipt
+        verdict = app.allows(action, app.screen)
+        if verdict is None:
+            app.notify("Read-only: nothing can be changed here.", severity="warning")
+        return bool(verdict)
 
     def _done(self, text: str) -> Any:
         app = self._app()
 
-        def finish(_: object) -> None:
+        def finish(result: object) -> None:
+            app.apply_receipt(result)
+            app.check_now()  # questions and records live outside the engine's events
             app.notify(text)
-            app.refresh_data()
 
         return finish
+
+    def open_screen(self, screen: Screen[Any]) -> None:
+        """Show ``screen``, never a second one of its kind: go back to the one open."""
+        app = self._app()
+        kind = type(screen)
+        stack = app.screen_stack
+        for depth, open_screen in enumerate(stack):
+            if type(open_screen) is kind:
+                for _ in range(len(stack) - depth - 1):
+                    app.pop_screen()
+                if hasattr(open_screen, "receipt_id") and open_screen is not screen:
+                    app.pop_screen()
+                    app.push_screen(screen)
+                return
+        app.push_screen(screen)
 
     # ---------------------------------------------------------------- screens
     def action_help(self) -> None:
         """Show every key, its keymap id and the filter grammar."""
         from chit.tui.screens.help import HelpScreen
 
-        self._app().push_screen(HelpScreen())
+        if self._allowed("help"):
+            self._app().push_screen(HelpScreen())
 
     def action_inbox(self) -> None:
         """Open the inbox of prompts waiting for an answer."""
         from chit.tui.screens.inbox import InboxScreen
 
-        app = self._app()
-        if not isinstance(app.screen, InboxScreen):
-            app.push_screen(InboxScreen())
+        if self._allowed("inbox"):
+            self.open_screen(InboxScreen())
 
     def action_servers(self) -> None:
         """Open the servers screen."""
         from chit.tui.screens.servers import ServersScreen
 
-        self._app().push_screen(ServersScreen())
+        if self._allowed("servers"):
+            self.open_screen(ServersScreen())
 
     def action_open_detail(self) -> None:
         """Open the selected receipt on its own screen."""
@@ -82,38 +91,38 @@ class ActionsMixin:
 
         receipt = self.selected()
         if receipt is not None:
-            self._app().push_screen(DetailScreen(receipt.receipt_id))
-
-    def action_filter(self) -> None:
-        """Focus the filter (on the main screen)."""
-        app = self._app()
-        while len(app.screen_stack) > 2:
-            app.pop_screen()
-        app.call_later(app.screen.run_action, "filter")
+            self.open_screen(DetailScreen(receipt.receipt_id))
 
     def action_reconcile(self) -> None:
-        """Check every live receipt now."""
+        """Check every live receipt now, then read everything again."""
         app = self._app()
-        app.submit(
-            app.backend.reconcile_now, description="Reconcile", done=self._done("Reconciled")
-        )
+        if not self._allowed("reconcile"):
+            return
+
+        def finish(_: object) -> None:
+            app.refresh_data()
+            app.notify("Reconciled")
+
+        app.submit(app.backend.reconcile_now, description="Reconcile", done=finish)
 
     # ---------------------------------------------------------------- receipts
     def action_answer(self, key: str | None = None) -> None:
-        """Answer a pending prompt of the selected receipt."""
+        """Answer a pending prompt of the selected receipt (or the inbox's row)."""
         from chit.tui.screens.answer import AnswerScreen, Ask
         from chit.tui.screens.inbox import InboxScreen
 
-        screen = self._app().screen
+        app = self._app()
+        if not self._allowed("answer"):
+            return
+        screen = app.screen
         if key is None and isinstance(screen, InboxScreen):
             # In the inbox the highlighted row may be an agent question, not a receipt.
             screen.action_answer_selected()
             return
-        receipt = self._need(self.selected(), "answer")
+        receipt = self.selected()
         if receipt is None:
             return
         pending = [r for r in receipt.pending_inputs if key is None or r.key == key]
-        app = self._app()
         if not pending:
             app.notify("Nothing to answer: no pending prompt on this receipt.", severity="warning")
             return
@@ -130,7 +139,7 @@ class ActionsMixin:
                 action,
                 content,
                 description="Answer",
-                done=self._done(f"Answer sent ({action})"),
+                done=self._done(SENT[action]),
             )
 
         app.push_screen(AnswerScreen(Ask.for_request(receipt, request)), send)
@@ -145,8 +154,7 @@ class ActionsMixin:
         from chit.tui.screens.answer import FREE_TEXT, AnswerScreen, Ask
 
         app = self._app()
-        if app.readonly:
-            app.notify("read-only: cannot answer", severity="warning")
+        if not self._allowed("answer"):
             return
 
         def send(result: tuple[str, dict[str, Any] | None] | None) -> None:
@@ -158,7 +166,7 @@ class ActionsMixin:
                     app.backend.withdraw,
                     question.decision_id,
                     description="Withdraw question",
-                    done=self._done(f"Question withdrawn ({action})"),
+                    done=self._done("Question withdrawn: the asking task ends"),
                 )
                 return
             answer: Any = content
@@ -178,13 +186,10 @@ class ActionsMixin:
         """Ask for confirmation, then ask the server to cancel the selected task."""
         from chit.tui.screens.confirm import ConfirmScreen
 
-        receipt = self._need(self.selected(), "cancel")
-        if receipt is None:
+        receipt = self.selected()
+        if receipt is None or not self._allowed("cancel_task"):
             return
         app = self._app()
-        if receipt.is_terminal:
-            app.notify(f"Already {receipt.state.value}: nothing to cancel.", severity="warning")
-            return
         question = (
             f"Cancel {receipt.server}/{receipt.tool} ({receipt.receipt_id[-6:]})?\n\n"
             "Cancellation is cooperative: the server may still complete the work. "
@@ -203,39 +208,88 @@ class ActionsMixin:
         app.push_screen(ConfirmScreen(question, yes="Cancel task", no="Keep running"), confirmed)
 
     def action_accept(self) -> None:
-        """Accept the selected terminal outcome."""
-        receipt = self._need(self.selected(), "accept")
-        if receipt is None:
+        """Show the outcome, then accept it (an error result is confirmed twice)."""
+        from chit.tui.screens.confirm import ConfirmScreen
+        from chit.tui.screens.verdict import AcceptScreen
+
+        receipt = self.selected()
+        if receipt is None or not self._allowed("accept"):
             return
         app = self._app()
-        app.submit(
-            app.backend.accept,
-            receipt.receipt_id,
-            description="Accept",
-            done=self._done("Outcome accepted"),
-        )
+        before = receipt.acceptance
+
+        def record() -> None:
+            def finish(result: object) -> None:
+                self._done("Outcome accepted (u to undo)")(result)
+                if isinstance(result, Receipt):
+                    app.remember_verdict(result, before)
+
+            app.submit(app.backend.accept, receipt.receipt_id, description="Accept", done=finish)
+
+        def again(yes: bool | None) -> None:
+            if yes:
+                record()
+
+        def previewed(yes: bool | None) -> None:
+            if not yes:
+                return
+            if is_success(receipt):
+                record()
+                return
+            app.push_screen(
+                ConfirmScreen(
+                    "This outcome is an error, not a result.\n\n"
+                    "Accepting it tells the agent the work is done as it is. Accept anyway?",
+                    yes="Accept the error",
+                    no="Back",
+                ),
+                again,
+            )
+
+        app.push_screen(AcceptScreen(receipt), previewed)
 
     def action_reject(self) -> None:
         """Reject the selected terminal outcome with a reason."""
         from chit.tui.screens.confirm import ReasonScreen
 
-        receipt = self._need(self.selected(), "reject")
-        if receipt is None:
+        receipt = self.selected()
+        if receipt is None or not self._allowed("reject"):
             return
         app = self._app()
+        before = receipt.acceptance
 
         def send(why: str | None) -> None:
-            if why:
-                app.submit(
-                    app.backend.reject,
-                    receipt.receipt_id,
-                    why,
-                    description="Reject",
-                    done=self._done("Outcome rejected"),
-                )
+            if not why:
+                return
+
+            def finish(result: object) -> None:
+                self._done("Outcome rejected (u to undo)")(result)
+                if isinstance(result, Receipt):
+                    app.remember_verdict(result, before)
+
+            app.submit(
+                app.backend.reject, receipt.receipt_id, why, description="Reject", done=finish
+            )
 
         app.push_screen(
             ReasonScreen(f"Reject the outcome of {receipt.receipt_id[-6:]}: why?"), send
+        )
+
+    def action_undo(self) -> None:
+        """Take back the last verdict (within a short window)."""
+        app = self._app()
+        last = app.last_verdict
+        if last is None or not self._allowed("undo"):
+            return
+        receipt_id, before, _ = last
+        app.last_verdict = None
+        app.refresh_bindings()
+        app.submit(
+            app.backend.undo_verdict,
+            receipt_id,
+            before,
+            description="Undo verdict",
+            done=self._done(f"Verdict taken back: {before.state.value} again"),
         )
 
     def action_new_call(self) -> None:
@@ -243,8 +297,7 @@ class ActionsMixin:
         from chit.tui.screens.new_call import CallRequest, NewCallScreen
 
         app = self._app()
-        if app.readonly:
-            app.notify("read-only: cannot start a call", severity="warning")
+        if not self._allowed("new_call"):
             return
 
         def start(request: CallRequest | None) -> None:
@@ -260,4 +313,13 @@ class ActionsMixin:
                     done=self._done(f"Started {request.tool}"),
                 )
 
+        # ``new_call`` only works where no new-call screen is open (context.allowed).
         app.push_screen(NewCallScreen(), start)
+
+
+SENT = {
+    "accept": "Answer sent",
+    "decline": "Declined: the server was told you will not answer",
+    "cancel": "Request cancelled: the server was told to drop it",
+}
+"""The toast after each kind of answer."""

@@ -1,8 +1,9 @@
 """Which changes deserve a toast and a bell: found by comparing two snapshots.
 
-Comparing what the store says (rather than only listening to the Supervisor's events)
-also catches changes made by another process, e.g. ``chit daemon`` while this TUI is a
-viewer. The first snapshot only sets the baseline, plus one summary of waiting prompts.
+Comparing snapshots (rather than only listening to the engine's events) also catches
+changes the store check found, made by another process. The first snapshot only sets
+the baseline, plus one summary of waiting prompts. A server that becomes unreachable
+gets one toast (with the reason in words) until it recovers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class AlertTracker:
     states: dict[str, LifecycleState] = field(default_factory=dict)
     prompts: set[tuple[str, str]] = field(default_factory=set)
     warned: set[str] = field(default_factory=set)
+    unreachable: set[str] = field(default_factory=set)
     primed: bool = False
 
     def diff(self, snapshot: Snapshot) -> list[Alert]:
@@ -66,6 +68,18 @@ class AlertTracker:
                     text = f"{question.work_label}: {question.question}"
                     alerts.append(Alert("Agent question", text, "warning"))
         self.prompts = prompts
+        down = {h.server for h in snapshot.health}
+        for health in snapshot.health:
+            if health.server not in self.unreachable:
+                alerts.append(
+                    Alert(
+                        "Server unreachable",
+                        f"{health.server}: {health.reason}. chit keeps trying"
+                        f" ({health.receipts} task(s) wait on it).",
+                        "warning",
+                    )
+                )
+        self.unreachable = down
         for receipt in snapshot.receipts:
             before = self.states.get(receipt.receipt_id)
             self.states[receipt.receipt_id] = receipt.state

@@ -11,13 +11,20 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from chit import clock
 from chit.errors import ChitError, Conflict, ExitCode
 from chit.home import Home
-from chit.receipts import AcceptanceDecided, AcceptanceState, AnswerStatus, Receipt, apply
-from chit.store import Store
+from chit.receipts import (
+    Acceptance,
+    AcceptanceDecided,
+    AcceptanceState,
+    AnswerStatus,
+    Receipt,
+    apply,
+)
+from chit.store import Store, ThreadLocalStore
 from chit.tui.probe import Probe, probe
 
 log = logging.getLogger(__name__)
@@ -59,6 +66,7 @@ class Backend:
     home: Home
     mode: Mode = field(default_factory=Mode)
     supervisor: Any | None = None
+    _readers: ThreadLocalStore | None = field(default=None, init=False, repr=False)
 
     # ------------------------------------------------------------------ reading
     @contextmanager
@@ -69,6 +77,31 @@ class Backend:
             yield store
         finally:
             store.close()
+
+    def reader(self) -> Store:
+        """This thread's long-lived store connection (worker threads are pooled).
+
+        The tick's store check runs every second; opening a connection each time would
+        cost more than the check itself.
+        """
+        if self._readers is None:
+            self._readers = ThreadLocalStore(self.home)
+        return self._readers.get()
+
+    def questions_marker(self) -> object:
+        """Changes whenever the sidecar store may have changed (two ``stat`` calls)."""
+        marks: list[tuple[int, int] | None] = []
+        for path in (
+            self.home.sidecar_db_path,
+            self.home.sidecar_db_path.with_name("sidecar.db-wal"),
+        ):
+            try:
+                st = path.stat()
+            except OSError:
+                marks.append(None)
+            else:
+                marks.append((st.st_mtime_ns, st.st_size))
+        return tuple(marks)
 
     def questions(self) -> list[Any]:
         """Pending ``work_ask`` decisions (``chit.sidecar.decisions.Decision``), oldest first.
@@ -143,34 +176,52 @@ class Backend:
         if self.supervisor is not None and not self.mode.viewer:
             self.supervisor.reconcile_once()
 
-    def accept(self, receipt_id: str) -> None:
+    def accept(self, receipt_id: str) -> Receipt:
         """Accept a terminal receipt's outcome as the user."""
-        self._decide(receipt_id, AcceptanceState.ACCEPTED, None)
+        return self._decide(receipt_id, AcceptanceState.ACCEPTED, None)
 
-    def reject(self, receipt_id: str, why: str) -> None:
+    def reject(self, receipt_id: str, why: str) -> Receipt:
         """Reject a terminal receipt's outcome, with the reason the agent will see."""
         if not why.strip():
             raise ChitError("a rejection needs a reason")
-        self._decide(receipt_id, AcceptanceState.REJECTED, why.strip())
+        return self._decide(receipt_id, AcceptanceState.REJECTED, why.strip())
 
-    def _decide(self, receipt_id: str, state: AcceptanceState, why: str | None) -> None:
-        verb = "accept" if state is AcceptanceState.ACCEPTED else "reject"
+    def undo_verdict(self, receipt_id: str, before: Acceptance) -> Receipt:
+        """Put a receipt's acceptance back to what it was before the last verdict."""
+        return self._decide(receipt_id, before.state, before.why, verb="undo")
+
+    def _decide(
+        self,
+        receipt_id: str,
+        state: AcceptanceState,
+        why: str | None,
+        verb: Literal["accept", "reject", "undo"] | None = None,
+    ) -> Receipt:
+        verb = verb or ("accept" if state is AcceptanceState.ACCEPTED else "reject")
         self._guard(verb)
-        if self.supervisor is not None and hasattr(self.supervisor, verb):
+        if verb != "undo" and self.supervisor is not None and hasattr(self.supervisor, verb):
             method = self.supervisor.accept if verb == "accept" else self.supervisor.reject
-            method(receipt_id) if why is None else method(receipt_id, why)
-            return
-        # Acceptance is a local verdict (no server round trip), so the store alone can
-        # record it when no Supervisor runs (e.g. a viewer).
+            done = method(receipt_id) if why is None else method(receipt_id, why)
+            return done if isinstance(done, Receipt) else self._read(receipt_id)
+        # Acceptance is a local verdict (no server round trip), so the store records it
+        # directly; the write is version-checked like the engine's.
         with self.store() as store:
             receipt = store.receipts.require(receipt_id)
             if not receipt.is_terminal:
                 raise Conflict(f"cannot {verb} a {receipt.state.value} task: wait for it to end")
-            event = AcceptanceDecided(state=state, why=why, decided_by="user")
+            event = AcceptanceDecided(
+                state=state, check=receipt.acceptance.check, why=why, decided_by="user"
+            )
             result = apply(receipt, event, clock.now())
             if result.receipt is receipt:
                 raise Conflict(f"receipt is already {receipt.acceptance.state.value}")
-            store.receipts.update(result.receipt, [result.observation])
+            return store.receipts.update(
+                result.receipt, [result.observation], expected_version=receipt.version
+            )
+
+    def _read(self, receipt_id: str) -> Receipt:
+        with self.store() as store:
+            return store.receipts.require(receipt_id)
 
     # ------------------------------------------------------------------ servers
     def servers(self) -> list[Any]:
@@ -190,7 +241,9 @@ class Backend:
         return [r for r in page.items if r.synchronous][:limit]
 
     def close(self) -> None:
-        """Stop the Supervisor this backend hosts, if any."""
+        """Stop the Supervisor this backend hosts, if any, and close the readers."""
+        if self._readers is not None:
+            self._readers.close_all()
         sup, self.supervisor = self.supervisor, None
         if sup is not None and hasattr(sup, "close"):
             try:

@@ -8,12 +8,14 @@ terminal would garble the screen or hang it. So the launcher decides the mode fi
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from chit.errors import ChitError
-from chit.home import Home
+from chit.home import Home, ensure_private_dir, ensure_private_file
 from chit.tui.backend import Backend, Mode
 from chit.tui.config import load_settings
 
@@ -79,3 +81,48 @@ def build_app(
 
     settings = load_settings(home)
     return ChitApp(Backend(home, mode, supervisor), settings, tick=settings.tick)
+
+
+LOG_BYTES = 1_000_000
+"""The TUI's log file is rotated at this size (three old files are kept)."""
+
+
+def log_path(home: Home) -> Path:
+    """Where the TUI writes its log lines: ``logs/tui.log`` in the home."""
+    return home.root / "logs" / "tui.log"
+
+
+def install_log(home: Home) -> Path:
+    """Send chit's log lines (warnings and errors) to the home's ``logs/tui.log``.
+
+    Nothing may write to the terminal while Textual owns it, so unexpected errors are
+    told in a toast and written here with their traceback.
+    """
+    path = log_path(home)
+    ensure_private_dir(path.parent)
+    ensure_private_file(path)
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=LOG_BYTES, backupCount=3, encoding="utf-8"
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger("chit")
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+    return path
+
+
+def run(app: Any, home: Home) -> int:
+    """Run ``app`` until it ends; the process exit code (non-zero after a crash).
+
+    Textual ends the app on an unhandled exception and prints its traceback once the
+    terminal is back; this adds one line saying where the log is.
+    """
+    path = install_log(home)
+    app.run()
+    code = int(app.return_code or 0)
+    if code:
+        import sys
+
+        print(f"chit: the TUI stopped on an unexpected error; log: {path}", file=sys.stderr)
+    return code

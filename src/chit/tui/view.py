@@ -1,21 +1,19 @@
-"""What the screens show, read from the store in one go: plain data, no Textual.
+"""What the screens show: plain frozen data, no Textual.
 
-Workers call :func:`load_snapshot` on their own store connection and post the frozen
-:class:`Snapshot`; widgets render from it and never query the store themselves
-(memray's ``Snapshot`` / ``SnapshotFetched`` pattern). Only a bounded number of pages is
-ever read, so a home with 100,000 receipts costs the same as one with a hundred.
+The app's live model (:mod:`chit.tui.model`) builds a :class:`Snapshot` and publishes
+it; widgets render from it and never query the store themselves (memray's ``Snapshot``
+/ ``SnapshotFetched`` pattern). Only a bounded window of receipts is ever in it, so a
+home with 100,000 receipts costs the same to draw as one with a hundred.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from chit import clock
 from chit.receipts import (
     InputRequest,
     LifecycleState,
@@ -26,6 +24,7 @@ from chit.receipts import (
 )
 from chit.receipts.decisions import Decision, next_safe_decision
 from chit.store import Store, WorkNote, WorkRecord
+from chit.tui.health import ServerHealth
 
 PAGE_SIZE = 100
 """Rows read per page; the table asks for another page when the cursor reaches the end."""
@@ -101,7 +100,7 @@ def parse_filter(text: str) -> Query:
 
 @dataclass(frozen=True)
 class Group:
-    """Receipts of one work record (or of none), in the order the store returned them."""
+    """Receipts of one work record (or of none), in attention order."""
 
     key: str
     record: WorkRecord | None
@@ -156,6 +155,7 @@ class Snapshot:
     questions: tuple[Question, ...] = ()
     more: bool = False
     loaded: int = 0
+    health: tuple[ServerHealth, ...] = ()
 
     @cached_property
     def receipts(self) -> tuple[Receipt, ...]:
@@ -170,92 +170,6 @@ class Snapshot:
 
 EMPTY = Snapshot(now=datetime.fromtimestamp(0).astimezone(), query=Query())
 """The snapshot shown before the first load finishes."""
-
-
-def _page(store: Store, query: Query, pages: int) -> tuple[list[Receipt], bool]:
-    rows: list[Receipt] = []
-    after: str | None = None
-    for _ in range(max(pages, 1)):
-        page = store.receipts.list(
-            state=query.states or None,
-            server=query.server,
-            work_ref=query.work_ref,
-            text=query.text,
-            limit=PAGE_SIZE,
-            after=after,
-        )
-        rows.extend(page.items)
-        after = page.next_cursor
-        if after is None:
-            break
-    return rows, after is not None
-
-
-def _group(store: Store, receipts: list[Receipt], query: Query) -> tuple[Group, ...]:
-    order: dict[str, list[Receipt]] = {}
-    for receipt in receipts:
-        order.setdefault(receipt.work_ref or NO_WORK, []).append(receipt)
-    groups: list[Group] = []
-    for key, members in order.items():
-        record = store.work.get(key) if key else None
-        notes = tuple(store.work.notes(key)) if record is not None else ()
-        groups.append(Group(key, record, notes, tuple(members)))
-    if query.is_empty:
-        # Work records the agent opened but has not called anything for yet.
-        for record in store.work.list(limit=20):
-            if record.id not in order:
-                groups.append(Group(record.id, record, tuple(store.work.notes(record.id)), ()))
-    # Records with receipts first (newest activity first), receipts without a record last.
-    groups.sort(key=lambda g: (g.key == NO_WORK, not g.receipts))
-    return tuple(groups)
-
-
-def _questions(store: Store, decisions: Sequence[Any]) -> tuple[Question, ...]:
-    return tuple(
-        Question(
-            decision_id=d.id,
-            item_id=d.item_id,
-            question=d.question,
-            schema=d.schema,
-            asked_at=clock.parse_iso(d.created_at),
-            record=store.work.get(d.item_id),
-        )
-        for d in decisions
-    )
-
-
-def load_snapshot(
-    store: Store,
-    query: Query,
-    now: datetime,
-    pages: int = 1,
-    decisions: Sequence[Any] = (),
-) -> Snapshot:
-    """Read one consistent view: a bounded page of receipts, their records, the inbox.
-
-    Args:
-        store: the library store.
-        query: the ``/`` filter.
-        now: the time the view is read at.
-        pages: how many pages of receipts to read.
-        decisions: pending ``work_ask`` decisions (``chit.sidecar.decisions.Decision``),
-            read by the caller from the sidecar store.
-    """
-    receipts, more = _page(store, query, pages)
-    counts = store.receipts.counts_by_state()
-    inbox = store.receipts.list(state=LifecycleState.INPUT_REQUIRED, limit=INBOX_LIMIT)
-    prompts = tuple(Prompt(r, req) for r in reversed(inbox.items) for req in r.pending_inputs)
-    return Snapshot(
-        now=now,
-        query=query,
-        groups=_group(store, receipts, query),
-        counts=counts,
-        total=sum(counts.values()),
-        prompts=prompts,
-        questions=_questions(store, decisions),
-        more=more,
-        loaded=len(receipts),
-    )
 
 
 @dataclass(frozen=True)

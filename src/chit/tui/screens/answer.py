@@ -14,14 +14,16 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, Input, Static
 
 from chit.receipts import InputKind, InputRequest, Receipt
 from chit.receipts.answers import validate_answer
 from chit.receipts.forms import form_from_schema
+from chit.tui.safe import clean, one_line, plain
+from chit.tui.screens.base import ChitModal
 from chit.tui.view import Question
+from chit.tui.widgets.footer import ChitFooter
 from chit.tui.widgets.schema_form import SchemaForm
 
 Answer = tuple[str, dict[str, Any] | None]
@@ -44,11 +46,13 @@ class Ask:
 
     Attributes:
         heading: the first line (what asks, and about what).
-        context: a dim second line (purpose), if any.
+        context: an italic second line (purpose), if any.
         message: the question itself.
         schema: the form's JSON schema (None with ``url`` or ``unanswerable``).
         url: the page a URL-mode elicitation sends the user to.
         unanswerable: why chit cannot answer it here (decline or cancel only).
+        question: an agent's question (declining withdraws it; there is no separate
+            "cancel request").
     """
 
     heading: Text
@@ -57,13 +61,14 @@ class Ask:
     schema: Any = None
     url: str | None = None
     unanswerable: str | None = None
+    question: bool = False
 
     @classmethod
     def for_request(cls, receipt: Receipt, request: InputRequest) -> Ask:
         """An input request of a receipt (form or URL mode)."""
         heading = Text.assemble(
             ("Input required", "bold"),
-            f"  {receipt.server}/{receipt.tool}  {receipt.receipt_id[-6:]}",
+            f"  {one_line(receipt.server)}/{one_line(receipt.tool)}  {receipt.receipt_id[-6:]}",
         )
         url_mode = request.kind is InputKind.URL or request.url is not None
         other = None
@@ -81,22 +86,34 @@ class Ask:
     @classmethod
     def for_question(cls, question: Question) -> Ask:
         """An agent's ``work_ask`` question (its schema, or one free-text field)."""
-        heading = Text.assemble(("Agent question", "bold"), f"  work: {question.work_label}")
+        heading = Text.assemble(
+            ("Agent question", "bold"), f"  work: {one_line(question.work_label)}"
+        )
         return cls(
             heading,
             question.item_id if question.record is not None else None,
             question.question,
             schema=question.schema if question.schema is not None else FREE_TEXT_SCHEMA,
+            question=True,
         )
 
 
-class AnswerScreen(ModalScreen[Answer | None]):
-    """The prompt, its form, and accept / decline / cancel; Esc closes without answering."""
+class AnswerScreen(ChitModal[Answer | None]):
+    """The prompt, its form, and what each button sends; Esc closes without sending.
+
+    The buttons say what they send: "Send" (the answer), "Decline" (the person will not
+    answer) and "Cancel request" (the elicitation's ``cancel``: for many servers that
+    ends the asking task). Closing the dialog is ``Esc``, never a button that sends.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss(None)", "Back", id="chit.dialog.back"),
+        Binding("escape", "dismiss(None)", "Close (sends nothing)", id="chit.dialog.back"),
         Binding("ctrl+s", "send", "Send", id="chit.answer.send"),
     ]
+    DEFAULT_CSS = """
+    AnswerScreen > .dialog { height: auto; }
+    AnswerScreen #answer-body { height: auto; max-height: 45vh; }
+    """
 
     def __init__(self, ask: Ask) -> None:
         super().__init__()
@@ -110,25 +127,27 @@ class AnswerScreen(ModalScreen[Answer | None]):
 
     def compose(self) -> ComposeResult:
         ask = self.ask
-        with VerticalScroll(classes="dialog", id="answer"):
+        with Vertical(classes="dialog", id="answer"):
             yield Static(ask.heading)
-            if ask.context:
-                yield Static(Text(ask.context, style="dim"))
-            yield Static(Text(ask.message, style="bold"), id="prompt")
-            if ask.url is not None:
-                yield Static(
-                    Text.assemble("Open this page to continue:\n", (ask.url, "underline bold")),
-                    id="url",
-                )
-            elif ask.unanswerable:
-                yield Static(ask.unanswerable)
-            else:
-                yield SchemaForm(self.form, id="form")
-            yield Static("", id="form-error", classes="error-text")
+            with VerticalScroll(id="answer-body"):
+                if ask.context:
+                    yield Static(plain(one_line(ask.context), "italic"))
+                yield Static(plain(ask.message, "bold"), id="prompt")
+                if ask.url is not None:
+                    url = Text("Open this page to continue:\n")
+                    url.append(clean(ask.url), style="underline bold")
+                    yield Static(url, id="url")
+                elif ask.unanswerable:
+                    yield Static(plain(ask.unanswerable))
+                else:
+                    yield SchemaForm(self.form, id="form")
+                yield Static("", id="form-error", classes="error-text")
             with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="cancel")
+                yield Button("Done" if self.url_mode else "Send", id="accept", variant="success")
                 yield Button("Decline", id="decline", variant="warning")
-                yield Button("Done" if self.url_mode else "Accept", id="accept", variant="success")
+                if not ask.question:
+                    yield Button("Cancel request", id="cancel", variant="error")
+        yield ChitFooter()
 
     def on_mount(self) -> None:
         forms = self.query(SchemaForm)
@@ -136,6 +155,13 @@ class AnswerScreen(ModalScreen[Answer | None]):
             forms.first().focus_first()
         else:
             self.query_one("#accept", Button).focus()
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        """Enter in the only field of a form sends it (when it is valid)."""
+        event.stop()
+        if len(self.form.fields) == 1:
+            self._accept()
 
     def action_send(self) -> None:
         """Validate and send an ``accept`` answer."""
@@ -155,7 +181,11 @@ class AnswerScreen(ModalScreen[Answer | None]):
         problems = [] if errors else validate_answer(self.ask.schema, content)
         box = self.query_one("#form-error", Static)
         if errors or problems:
-            box.update("; ".join(problems) or f"{len(errors)} field(s) need attention")
+            box.update(plain("; ".join(problems) or f"{len(errors)} field(s) need attention"))
+            if errors:
+                forms.first().show_first_error()
+            else:
+                box.scroll_visible(animate=False)
             return
         self.dismiss(("accept", content))
 

@@ -8,11 +8,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from chit.tui.safe import plain
+from chit.tui.screens.base import ChitModal
+from chit.tui.widgets.footer import ChitFooter
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(ChitModal[bool]):
     """Ask a yes/no question; dismisses with True only for an explicit yes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -25,10 +28,11 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question)
+            yield Static(plain(self.question))
             with Horizontal(classes="buttons"):
                 yield Button(self.no, id="no")
                 yield Button(self.yes, id="yes", variant="error")
+        yield ChitFooter()
 
     def on_mount(self) -> None:
         # The safe answer has the focus: a stray Enter never cancels a task.
@@ -39,7 +43,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
-class ReasonScreen(ModalScreen[str | None]):
+class ReasonScreen(ChitModal[str | None]):
     """Ask for a non-empty reason (rejecting an outcome); None when abandoned."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,12 +56,13 @@ class ReasonScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question)
+            yield Label(plain(self.question))
             yield Input(placeholder="what is wrong with the result", id="why")
             yield Static("", id="why-error", classes="error-text")
             with Horizontal(classes="buttons"):
                 yield Button("Back", id="back")
                 yield Button("Reject", id="reject", variant="error")
+        yield ChitFooter()
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#reject")

@@ -7,46 +7,43 @@ generated form (:mod:`chit.tui.screens.answer`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from chit.receipts import Receipt
+from chit.tui.context import Place
+from chit.tui.safe import plain_line
+from chit.tui.screens.base import ChitScreen
 from chit.tui.view import Prompt, Question, Snapshot, ago
 from chit.tui.widgets.banner import Banner
-
-if TYPE_CHECKING:
-    from chit.tui.app import ChitApp
+from chit.tui.widgets.footer import ChitFooter
 
 
-class InboxScreen(Screen[None]):
+class InboxScreen(ChitScreen[None]):
     """Prompts and agents' questions waiting for a person; Enter answers the highlighted one."""
 
+    PLACE = Place.INBOX
+    AUTO_FOCUS = "#prompts"
     BINDING_GROUP_TITLE = "Inbox"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="chit.back"),
     ]
     DEFAULT_CSS = """
     InboxScreen DataTable { height: 1fr; }
-    InboxScreen #inbox-empty { padding: 1 2; color: $text-muted; }
+    InboxScreen #inbox-empty { padding: 1 2; color: $foreground; }
     """
-
-    @property
-    def chit(self) -> ChitApp:
-        """The app, typed."""
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Static("Inbox: input required and agent questions", classes="screen-title")
         yield Banner(self.chit.backend.mode)
-        yield DataTable[str | Text](id="prompts", cursor_type="row")
+        yield DataTable[Text](id="prompts", cursor_type="row")
         yield Static("Nothing is waiting for you.", id="inbox-empty")
-        yield Footer()
+        yield ChitFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#prompts", DataTable)
@@ -55,36 +52,29 @@ class InboxScreen(Screen[None]):
         table.add_column("Kind", width=14, key="kind")
         table.add_column("Prompt", key="prompt")
         self.items: tuple[Item, ...] = ()
+        self._keys: list[str] = []
         self.watch(self.chit, "snapshot", self._show)
 
     def _show(self, snapshot: Snapshot) -> None:
         table = self.query_one("#prompts", DataTable)
         current = self._item()
-        self.items = _items(snapshot)
-        keys = [_key(item) for item in self.items]
-        table.clear()
-        for key, item in zip(keys, self.items, strict=True):
-            if isinstance(item, Prompt):
-                req = item.request
-                table.add_row(
-                    ago(snapshot.now, req.received_at),
-                    f"{item.receipt.server}/{item.receipt.tool}",
-                    req.kind.value,
-                    Text(req.message or req.key),
-                    key=key,
-                )
-            else:
-                table.add_row(
-                    ago(snapshot.now, item.asked_at),
-                    Text(f"work: {item.work_label}"),
-                    Text("agent question", style="bold"),
-                    Text(item.question),
-                    key=key,
-                )
-        if current is not None and (wanted := _key(current)) in keys:
-            table.move_cursor(row=keys.index(wanted), animate=False)
+        items = _items(snapshot)
+        keys = [_key(item) for item in items]
+        rows = [_cells(snapshot, item) for item in items]
+        self.items = items
+        if keys == self._keys:
+            for key, cells in zip(keys, rows, strict=True):
+                table.update_cell(key, "age", cells[0])
+        else:
+            table.clear()
+            for key, cells in zip(keys, rows, strict=True):
+                table.add_row(*cells, key=key)
+            self._keys = keys
+            if current is not None and (wanted := _key(current)) in keys:
+                table.move_cursor(row=keys.index(wanted), animate=False)
         table.display = bool(keys)
         self.query_one("#inbox-empty").display = not keys
+        self.chit.refresh_bindings()
 
     def _item(self) -> Item | None:
         row = self.query_one("#prompts", DataTable).cursor_row
@@ -94,6 +84,14 @@ class InboxScreen(Screen[None]):
         """The receipt of the highlighted prompt (None on an agent question)."""
         item = self._item()
         return item.receipt if isinstance(item, Prompt) else None
+
+    def has_prompt(self) -> bool:
+        """Every inbox row is something to answer."""
+        return self._item() is not None
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self.chit.refresh_bindings()
 
     def action_answer_selected(self) -> None:
         """Answer the highlighted prompt or question (``r`` and ``Enter``)."""
@@ -110,6 +108,23 @@ class InboxScreen(Screen[None]):
 
 Item = Prompt | Question
 """One inbox row."""
+
+
+def _cells(snapshot: Snapshot, item: Item) -> tuple[Text, ...]:
+    if isinstance(item, Prompt):
+        req = item.request
+        return (
+            Text(ago(snapshot.now, req.received_at)),
+            plain_line(f"{item.receipt.server}/{item.receipt.tool}"),
+            Text(req.kind.value),
+            plain_line(req.message or req.key),
+        )
+    return (
+        Text(ago(snapshot.now, item.asked_at)),
+        plain_line(f"work: {item.work_label}"),
+        Text("agent question", style="bold"),
+        plain_line(item.question),
+    )
 
 
 def _key(item: Item) -> str:

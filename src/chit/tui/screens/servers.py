@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.console import Group as RichGroup
 from rich.table import Table
@@ -11,30 +11,32 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from chit.receipts import Receipt
+from chit.tui.context import Place
 from chit.tui.probe import Probe
-
-if TYPE_CHECKING:
-    from chit.tui.app import ChitApp
+from chit.tui.safe import one_line, plain, plain_line
+from chit.tui.screens.base import ChitScreen
+from chit.tui.widgets.footer import ChitFooter
 
 
 def render_probe(result: Probe) -> RichGroup:
-    """Protocol, task support and every tool's task support."""
-    tools = Table(box=None, padding=(0, 1), header_style="dim")
+    """Protocol, task support and every tool's task support (server text is literal)."""
+    tools = Table(box=None, padding=(0, 1), header_style="italic")
     tools.add_column("tool", no_wrap=True)
     tools.add_column("task support", no_wrap=True)
     tools.add_column("note")
     for tool in result.tools:
-        tools.add_row(tool.name, tool.task_support, tool.why_not_task or (tool.title or ""))
+        note = tool.why_not_task or one_line(tool.title or "")
+        tools.add_row(plain_line(tool.name), plain_line(tool.task_support), plain(note))
+    name = plain_line(result.server_name or result.server, "bold")
+    if result.server_version:
+        name.append(" " + one_line(result.server_version))
     return RichGroup(
-        Text.assemble(
-            (result.server_name or result.server, "bold"), f" {result.server_version or ''}"
-        ),
+        name,
         Text(f"protocol {result.protocol_version} · generation {result.generation or '—'}"),
-        Text(f"tasks: {result.tasks_detail}"),
+        plain_line(f"task support: {result.tasks_detail}"),
         Text(""),
         tools,
     )
@@ -43,16 +45,20 @@ def render_probe(result: Probe) -> RichGroup:
 def render_not_tasks(receipts: list[Receipt]) -> Text:
     """Recent calls answered synchronously, each with the reason."""
     if not receipts:
-        return Text("Every recorded call became a task.", style="dim")
+        return Text("Every recorded call became a task.", style="italic")
     text = Text("Calls that were not tasks:\n", style="bold")
     for r in receipts:
-        text.append(f"• {r.server}/{r.tool} {r.receipt_id[-6:]}: {r.not_task_reason}\n", style="")
+        text.append(
+            one_line(f"• {r.server}/{r.tool} {r.receipt_id[-6:]}: {r.not_task_reason}") + "\n"
+        )
     return text
 
 
-class ServersScreen(Screen[None]):
+class ServersScreen(ChitScreen[None]):
     """Registered servers; the highlighted one is probed (connected) in a worker."""
 
+    PLACE = Place.SERVERS
+    AUTO_FOCUS = "#servers"
     BINDING_GROUP_TITLE = "Servers"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="chit.back"),
@@ -64,19 +70,14 @@ class ServersScreen(Screen[None]):
     ServersScreen #server-detail { width: 1fr; padding: 0 1; border-left: vkey $primary; }
     """
 
-    @property
-    def chit(self) -> ChitApp:
-        """The app, typed."""
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield Static("Servers", classes="screen-title")
         with Horizontal(id="servers-body"):
-            yield DataTable[str](id="servers", cursor_type="row")
+            yield DataTable[Text](id="servers", cursor_type="row")
             with VerticalScroll(id="server-detail"):
                 yield Static("", id="probe")
                 yield Static("", id="not-tasks")
-        yield Footer()
+        yield ChitFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#servers", DataTable)
@@ -84,8 +85,8 @@ class ServersScreen(Screen[None]):
         table.add_column("transport", key="transport")
         table.add_column("target", key="target")
         self.specs: list[Any] = []
-        self.chit.submit(self.chit.backend.servers, description="Reading servers", done=self._show)
-        self.chit.submit(
+        self.submit(self.chit.backend.servers, description="Reading servers", done=self._show)
+        self.submit(
             self.chit.backend.not_task_calls, description="Reading calls", done=self._not_tasks
         )
 
@@ -94,19 +95,18 @@ class ServersScreen(Screen[None]):
         table = self.query_one("#servers", DataTable)
         for s in specs:
             target = s.url if s.transport == "http" else " ".join([s.command or "", *s.args])
-            table.add_row(s.name, s.transport, target, key=s.name)
+            table.add_row(plain_line(s.name), Text(s.transport), plain_line(target), key=s.name)
         probe = self.query_one("#probe", Static)
         if not specs:
             probe.update(
                 Text(
                     "No servers registered. Add one with `chit servers add`"
                     " or import an mcpServers file.",
-                    style="dim",
+                    style="italic",
                 )
             )
         else:
-            probe.update(Text("Press p (or Enter) to connect and list tools.", style="dim"))
-        table.focus()
+            probe.update(Text("Press p (or Enter) to connect and list tools.", style="italic"))
 
     def _not_tasks(self, receipts: list[Receipt]) -> None:
         self.query_one("#not-tasks", Static).update(render_not_tasks(receipts))
@@ -118,9 +118,14 @@ class ServersScreen(Screen[None]):
         if not self.specs or not 0 <= table.cursor_row < len(self.specs):
             return
         name = self.specs[table.cursor_row].name
-        self.query_one("#probe", Static).update(Text(f"connecting to {name}…", style="dim"))
-        self.chit.submit(
-            self.chit.backend.probe, name, description=f"Connect to {name}", done=self._probed
+        self.query_one("#probe", Static).update(plain_line(f"connecting to {name}…", "italic"))
+        self.submit(
+            self.chit.backend.probe,
+            name,
+            description=f"Connect to {one_line(name)}",
+            done=self._probed,
+            group="probe",
+            exclusive=True,
         )
 
     def _probed(self, result: Probe) -> None:

@@ -1,4 +1,4 @@
-"""The read-only / viewer banner and the status line under the table."""
+"""The read-only banner and the status line under the table."""
 
 from __future__ import annotations
 
@@ -7,48 +7,54 @@ from textual.widgets import Static
 
 from chit.receipts import LifecycleState
 from chit.tui.backend import Mode
+from chit.tui.safe import one_line
 from chit.tui.view import Snapshot
 
 
 class Banner(Static):
-    """A full-width warning (key store unavailable, read-only, viewer); hidden when empty."""
+    """A full-width warning (key store unavailable, read-only, demo); hidden when empty."""
 
     DEFAULT_CSS = """
-    Banner { background: $warning 30%; color: $text; padding: 0 1; text-style: bold; }
+    Banner { background: $warning-muted; color: $text; padding: 0 1; text-style: bold; }
     Banner.-empty { display: none; }
     """
 
     def __init__(self, mode: Mode) -> None:
-        super().__init__(mode.banner or "", classes="" if mode.banner else "-empty")
+        super().__init__(Text(mode.banner or ""), classes="" if mode.banner else "-empty")
 
 
 class StatusLine(Static):
-    """Counts by state, the inbox size, the filter and the mode note."""
+    """Counts by state, the inbox, server health, the filter, pause and the mode note."""
 
     DEFAULT_CSS = """
-    StatusLine { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    StatusLine { height: 1; padding: 0 1; background: $panel; color: $foreground; }
     """
 
-    def show(self, snapshot: Snapshot, mode: Mode, filter_text: str) -> None:
+    def show(
+        self, snapshot: Snapshot, mode: Mode, filter_text: str, *, paused: bool = False
+    ) -> None:
         """Render the line for ``snapshot``."""
+        parts: list[Text] = [Text(f"{snapshot.total} receipts", style="bold")]
         counts = snapshot.counts
-        line = Text()
-        line.append(f"{snapshot.total} receipts", style="bold")
         for state, label in (
             (LifecycleState.WORKING, "working"),
             (LifecycleState.INPUT_REQUIRED, "input"),
             (LifecycleState.FAILED, "failed"),
         ):
             if counts.get(state):
-                line.append(f" · {counts[state]} {label}")
+                parts.append(Text(f"{counts[state]} {label}"))
         if snapshot.waiting:
-            line.append(f" · inbox {snapshot.waiting} (i)", style="bold")
+            parts.append(Text(f"inbox {snapshot.waiting} (i)", style="bold"))
+        for health in snapshot.health:
+            parts.append(Text(f"{one_line(health.server)} unreachable", style="bold reverse"))
         if snapshot.more:
-            line.append(f" · showing {snapshot.loaded}")
+            parts.append(Text(f"first {snapshot.loaded} shown"))
         if filter_text:
-            line.append(f" · filter: {filter_text}")
+            parts.append(Text(f"filter: {one_line(filter_text)}"))
+        if paused:
+            parts.append(Text("PAUSED (z resumes)", style="bold reverse"))
         if mode.readonly:
-            line.append(" · READ-ONLY", style="bold")
+            parts.append(Text("READ-ONLY", style="bold"))
         if mode.note:
-            line.append(f" · {mode.note}", style="italic")
-        self.update(line)
+            parts.append(Text(mode.note, style="italic"))
+        self.update(Text(" · ").join(parts))

@@ -8,12 +8,14 @@ from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from chit.receipts import CancelPosture, Observation, Receipt
+from chit.tui.safe import one_line, plain
 from chit.tui.view import Detail, RecordDetail, ago, countdown, observed
-from chit.tui.widgets.badges import CONDITION_STYLE, state_badge, styled
+from chit.tui.widgets.badges import CONDITION_STYLE, palette, state_badge, styled
 
 
 def stamp(at: datetime | None, now: datetime) -> str:
@@ -30,7 +32,7 @@ def _section(title: str) -> Text:
 
 def _kv(rows: list[tuple[str, RenderableType]]) -> Table:
     table = Table.grid(padding=(0, 1))
-    table.add_column(style="dim", no_wrap=True)
+    table.add_column(style="italic", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows:
         table.add_row(key, value)
@@ -51,22 +53,25 @@ def _cancel(r: Receipt, now: datetime) -> Table:
     if c.completed_despite_cancel:
         rows.append(("", Text("completed despite the cancel: the effect happened", style="bold")))
     if c.reason:
-        rows.append(("why", c.reason))
+        rows.append(("why", plain(c.reason)))
     return _kv(rows)
 
 
 def _outcome(r: Receipt) -> RenderableType:
     o = r.outcome
     if o is None:
-        return Text("not retrieved yet" if r.is_terminal else "task still running", style="dim")
+        return Text("not retrieved yet" if r.is_terminal else "task still running", style="italic")
     rows: list[tuple[str, RenderableType]] = []
     if o.is_rpc_error:
-        rows.append(("error", f"{o.error_code}: {o.error_message or ''}"))
+        rows.append(("error", plain(f"{o.error_code}: {o.error_message or ''}")))
         if o.failure_class:
             rows.append(("class", o.failure_class.value))
     else:
         rows.append(("result", Text("tool error (isError)", style="bold") if o.is_error else "ok"))
-        rows.append(("summary", o.summary or "—"))
+        rows.append(("summary", plain(o.summary or "—")))
+        if o.structured_keys is not None:
+            keys = ", ".join(one_line(k) for k in o.structured_keys) or "(empty)"
+            rows.append(("structured", plain(keys)))
     if o.result_digest:
         rows.append(("digest", o.result_digest[:23]))
     return _kv(rows)
@@ -81,11 +86,11 @@ def _when(obs: Observation) -> str:
 
 
 def _timeline(d: Detail) -> Table:
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="dim")
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="italic")
     for name in ("time", "source", "kind", "status", "message"):
         table.add_column(name, no_wrap=name != "message", overflow="fold")
     for obs in d.timeline:
-        style = "" if obs.applied else "dim italic"
+        style = "" if obs.applied else "italic"
         message = obs.message or ""
         if not obs.applied:
             message = f"(not applied) {message}".strip()
@@ -94,7 +99,7 @@ def _timeline(d: Detail) -> Table:
             obs.source.value,
             obs.kind.value,
             obs.status.value if obs.status else "",
-            message,
+            plain(message),
             style=style,
         )
     return table
@@ -104,19 +109,23 @@ def render_receipt(d: Detail, variables: dict[str, str]) -> RenderableType:
     """Every element of a receipt, for the detail pane and screen."""
     r, now = d.receipt, d.now
     head = Text.assemble(state_badge(r, variables), " ", (r.receipt_id, "bold"))
+    head.append("  " + one_line(f"{r.server}/{r.tool}"))
     fresh, condition = observed(r, now)
     parts: list[RenderableType] = [
         head,
         _kv(
             [
-                ("call", f"{r.server} / {r.tool}"),
-                ("purpose", r.purpose or "—"),
-                ("work", f"{d.record.title} ({d.record.id})" if d.record else (r.work_ref or "—")),
-                ("status", r.status_message or r.state.value),
+                ("call", plain(f"{r.server} / {r.tool}")),
+                ("purpose", plain(r.purpose or "—")),
+                (
+                    "work",
+                    plain(f"{d.record.title} ({d.record.id})" if d.record else (r.work_ref or "—")),
+                ),
+                ("status", plain(r.status_message or r.state.value)),
             ]
         ),
         _section("Next safe decision"),
-        _kv([(d.decision.actor.value, Text(f"{d.decision.action.value}: {d.decision.reason}"))]),
+        _kv([(d.decision.actor.value, plain(f"{d.decision.action.value}: {d.decision.reason}"))]),
         _section("Freshness"),
         _kv(
             [
@@ -131,20 +140,25 @@ def render_receipt(d: Detail, variables: dict[str, str]) -> RenderableType:
     if pending:
         parts.append(_section(f"Waiting for you ({len(pending)})"))
         for req in pending:
-            line = Text(f"• {req.message or req.key}", style="bold")
+            line = plain(f"• {req.message or req.key}", "bold")
             if req.url:
-                line.append(f"\n  open: {req.url}", style="underline")
+                line.append("\n  open: ")
+                line.append(one_line(req.url), style="underline")
             parts.append(line)
     parts += [_section("Cancellation"), _cancel(r, now), _section("Outcome"), _outcome(r)]
     a = r.acceptance
-    acceptance = [("state", a.state.value), ("check", a.check or "—")]
+    acceptance: list[tuple[str, RenderableType]] = [
+        ("state", a.state.value),
+        ("check", plain(a.check or "—")),
+    ]
     if a.why:
-        acceptance.append(("why", a.why))
+        acceptance.append(("why", plain(a.why)))
     if a.decided_at:
-        acceptance.append(("decided", f"{stamp(a.decided_at, now)} by {a.decided_by or '?'}"))
+        decided = f"{stamp(a.decided_at, now)} by {a.decided_by or '?'}"
+        acceptance.append(("decided", plain(decided)))
     parts += [_section("Acceptance"), _kv(list(acceptance))]
     if r.synchronous and r.not_task_reason:
-        parts += [_section("Not a task"), Text(r.not_task_reason)]
+        parts += [_section("Not a task"), plain(r.not_task_reason)]
     handle = r.handle.fingerprint if r.handle else "—"
     parts += [
         _section(f"Timeline ({len(d.timeline)})"),
@@ -159,23 +173,26 @@ def render_record(d: RecordDetail, now: datetime) -> RenderableType:
     """A work record with its notes."""
     rec = d.record
     rows: list[tuple[str, RenderableType]] = [
-        ("status", rec.status),
-        ("purpose", rec.purpose or "—"),
+        ("status", plain(rec.status)),
+        ("purpose", plain(rec.purpose or "—")),
         ("receipts", str(d.receipts)),
         ("updated", stamp(rec.updated_at, now)),
     ]
     if rec.completed_at:
-        rows.append(("completed", f"{stamp(rec.completed_at, now)} {rec.completion_summary or ''}"))
+        done = f"{stamp(rec.completed_at, now)} {rec.completion_summary or ''}"
+        rows.append(("completed", plain(done)))
     notes = Table(box=None, padding=(0, 1), show_header=False)
-    notes.add_column(style="dim", no_wrap=True)
+    notes.add_column(style="italic", no_wrap=True)
     notes.add_column(overflow="fold")
     for note in d.notes:
-        notes.add_row(f"{note.at:%H:%M:%S}", note.text)
+        notes.add_row(f"{note.at:%H:%M:%S}", plain(note.text))
     return RichGroup(
-        Text.assemble(("work record ", "dim"), (rec.title, "bold"), f"  {rec.id}"),
+        Text.assemble(
+            ("work record ", "italic"), plain(one_line(rec.title), "bold"), f"  {rec.id}"
+        ),
         _kv(rows),
         _section(f"Notes ({len(d.notes)})"),
-        notes if d.notes else Text("no notes yet", style="dim"),
+        notes if d.notes else Text("no notes yet", style="italic"),
     )
 
 
@@ -187,15 +204,16 @@ class DetailView(VerticalScroll):
     DetailView > Static { width: 1fr; }
     """
 
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(Text("Select a receipt to see its timeline.", style="dim"), id="detail-body")
+    def compose(self) -> ComposeResult:
+        hint = Text("Select a receipt to see its timeline.", style="italic")
+        yield Static(hint, id="detail-body")
 
     def show(self, detail: Detail | RecordDetail | None, now: datetime) -> None:
         """Render ``detail`` (None: the row is gone)."""
         body = self.query_one("#detail-body", Static)
         if detail is None:
-            body.update(Text("This row no longer exists.", style="dim"))
+            body.update(Text("This row no longer exists.", style="italic"))
         elif isinstance(detail, Detail):
-            body.update(render_receipt(detail, self.app.theme_variables))
+            body.update(render_receipt(detail, palette(self.app.theme_variables)))
         else:
             body.update(render_record(detail, now))

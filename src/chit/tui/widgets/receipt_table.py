@@ -1,12 +1,15 @@
-"""The receipts table: one page of receipts grouped under their work records.
+"""The receipts table: receipts grouped under their work records, in attention order.
 
-Rows are rebuilt from a ``view.Snapshot`` only when the set of row keys changed; a
-tick that only moves "observed 12 s ago" rewrites cells in place, so the cursor and
-scroll position never jump.
+Rows are rebuilt only when the row keys changed; otherwise only the cells whose text
+changed are rewritten. When rows do move, the highlighted receipt stays highlighted at
+the same height on screen: a person reading a row never sees it jump away. The columns
+fit the width by priority: the purpose keeps at least :data:`MIN_PURPOSE` characters,
+the id and the long freshness text go first on a narrow terminal.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,13 +19,70 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from chit.receipts import Receipt
+from chit.tui.safe import one_line, plain_line
 from chit.tui.view import NO_WORK, Group, Snapshot, ago, countdown, near_expiry, observed
-from chit.tui.widgets.badges import CONDITION_STYLE, state_badge, styled
+from chit.tui.widgets.badges import (
+    CONDITION_STYLE,
+    RECORD_STYLE,
+    palette,
+    state_badge,
+    styled,
+    verdict_badge,
+)
 
-FIXED = {"state": 9, "id": 6, "tool": 16, "observed": 16, "expires": 8}
-"""Widths of every column but the purpose, which takes what is left."""
+MIN_PURPOSE = 24
+"""The purpose column never gets fewer characters than this while others can give way."""
 
-Cells = tuple[Text | str, ...]
+
+@dataclass(frozen=True)
+class Column:
+    """One column: key, header, width (the purpose takes what is left)."""
+
+    key: str
+    label: str
+    width: int
+
+
+WIDE = (
+    Column("state", "State", 9),
+    Column("verdict", "Verdict", 10),
+    Column("id", "Id", 6),
+    Column("tool", "Server/tool", 18),
+    Column("purpose", "Purpose", 0),
+    Column("observed", "Observed", 16),
+    Column("expires", "Expires", 8),
+)
+"""Every column at full width, left to right."""
+
+GIVE_WAY: tuple[tuple[str, Column | None], ...] = (
+    ("id", None),
+    ("observed", Column("observed", "Seen", 5)),
+    ("tool", Column("tool", "Server/tool", 14)),
+    ("expires", Column("expires", "TTL", 6)),
+    ("tool", Column("tool", "Server/tool", 12)),
+)
+"""What gives way, in order, until the purpose has :data:`MIN_PURPOSE` characters."""
+
+Cells = tuple[Text, ...]
+
+
+def layout(width: int) -> tuple[tuple[Column, ...], int]:
+    """The columns that fit ``width`` and the purpose's width."""
+    columns = list(WIDE)
+
+    def purpose_width() -> int:
+        # Each column has one cell of padding on both sides; 2 more for the scrollbar.
+        return width - sum(c.width for c in columns) - 2 * len(columns) - 2
+
+    for key, replacement in GIVE_WAY:
+        if purpose_width() >= MIN_PURPOSE:
+            break
+        i = next(i for i, c in enumerate(columns) if c.key == key)
+        if replacement is None:
+            del columns[i]
+        else:
+            columns[i] = replacement
+    return tuple(columns), max(10, purpose_width())
 
 
 def receipt_key(receipt_id: str) -> str:
@@ -35,7 +95,13 @@ def group_key(key: str) -> str:
     return f"w:{key}"
 
 
-class ReceiptTable(DataTable[Text | str]):
+def short_ago(text: str) -> str:
+    """``12 s ago`` → ``12s`` (the narrow freshness column)."""
+    number, _, unit = text.partition(" ")
+    return number + {"s": "s", "min": "m", "h": "h", "d": "d"}.get(unit.split(" ")[0], "")
+
+
+class ReceiptTable(DataTable[Text]):
     """A ``DataTable`` of receipts; posts :class:`ReceiptTable.EndReached` to page on."""
 
     DEFAULT_CSS = """
@@ -44,7 +110,9 @@ class ReceiptTable(DataTable[Text | str]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("end", "scroll_bottom", "Last row", show=False)
+        Binding("end", "scroll_bottom", "Last row", show=False),
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
     ]
 
     class EndReached(Message):
@@ -53,6 +121,8 @@ class ReceiptTable(DataTable[Text | str]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._keys: list[str] = []
+        self._cells: dict[str, Cells] = {}
+        self._columns: tuple[Column, ...] = ()
         self._purpose_width = 0
         self._snapshot: Snapshot | None = None
         self._rebuilding = False
@@ -61,109 +131,121 @@ class ReceiptTable(DataTable[Text | str]):
         self._columns_for(self.size.width or 80)
 
     def _columns_for(self, width: int) -> None:
-        purpose = max(10, width - sum(FIXED.values()) - 2 * (len(FIXED) + 1) - 2)
-        if purpose == self._purpose_width:
+        columns, purpose = layout(width)
+        if columns == self._columns and purpose == self._purpose_width:
             return
-        self._purpose_width = purpose
+        self._columns, self._purpose_width = columns, purpose
+        current = self.cursor_key
         self.clear(columns=True)
-        self._keys = []
-        for key, label in (("state", "State"), ("id", "Id"), ("tool", "Server/tool")):
-            self.add_column(label, width=FIXED[key], key=key)
-        self.add_column("Purpose", width=purpose, key="purpose")
-        self.add_column("Observed", width=FIXED["observed"], key="observed")
-        self.add_column("Expires", width=FIXED["expires"], key="expires")
+        self._keys, self._cells = [], {}
+        for column in columns:
+            self.add_column(column.label, width=column.width or purpose, key=column.key)
         if self._snapshot is not None:
-            self.show(self._snapshot)
+            self.show(self._snapshot, keep=current)
 
     def on_resize(self) -> None:
         self._columns_for(self.size.width)
 
     # ---------------------------------------------------------------- rendering
-    def _group_cells(self, group: Group) -> Cells:
-        v = self.app.theme_variables
+    def _group_cells(self, group: Group) -> dict[str, Text]:
+        v = palette(self.app.theme_variables)
         if group.record is None:
-            return (
-                styled("—", "$text-muted", v),
-                "",
-                "",
-                styled("(no work record)", "italic", v),
-                "",
-                "",
-            )
+            return {"purpose": styled("(no work record)", "italic $foreground", v)}
         rec = group.record
-        status = styled(rec.status[: FIXED["state"]], "bold $secondary", v)
-        title = Text(rec.title, style="bold")
+        title = plain_line(rec.title, "bold")
         if group.notes:
-            title.append(f"  ✎{len(group.notes)} {group.notes[-1].text}", style="italic")
+            title.append(f"  ✎{len(group.notes)} ")
+            title.append(one_line(group.notes[-1].text), style="italic")
         if rec.completion_summary:
-            title.append(f"  ✓ {rec.completion_summary}", style=v.get("success", ""))
+            title.append("  ✓ ", style=v.get("text-success", ""))
+            title.append(one_line(rec.completion_summary))
         title.truncate(self._purpose_width, overflow="ellipsis")
-        when = ago(self._snapshot.now, rec.updated_at) if self._snapshot is not None else ""
-        return (
-            status,
-            rec.id[: FIXED["id"]],
-            styled("work record", "$text-muted", v),
-            title,
-            when,
-            "",
-        )
+        now = self._snapshot.now if self._snapshot is not None else rec.updated_at
+        return {
+            "state": styled(one_line(rec.status)[:9], RECORD_STYLE, v),
+            "id": Text(rec.id[:6]),
+            "tool": Text("work record"),
+            "purpose": title,
+            "observed": Text(self._ago(ago(now, rec.updated_at))),
+        }
 
-    def _receipt_cells(self, snapshot: Snapshot, receipt: Receipt) -> Cells:
-        v = self.app.theme_variables
+    def _ago(self, text: str) -> str:
+        narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
+        return short_ago(text) if narrow else text
+
+    def _receipt_cells(self, snapshot: Snapshot, receipt: Receipt) -> dict[str, Text]:
+        v = palette(self.app.theme_variables)
         text, condition = observed(receipt, snapshot.now)
+        text = text.replace("observed ", "")
+        narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
+        if narrow:
+            text = short_ago(text.split(", ")[-1]) + ("!" if ", " in text else "")
         expiry = countdown(snapshot.now, receipt.expires_at) if not receipt.is_terminal else ""
-        expiry_cell = styled(
-            expiry, "bold $warning" if near_expiry(receipt, snapshot.now) else "", v
-        )
-        tool = Text(f"{receipt.server}/{receipt.tool}")
-        tool.truncate(FIXED["tool"], overflow="ellipsis")
-        purpose = Text("  " + (receipt.purpose or receipt.status_message or ""))
+        near = near_expiry(receipt, snapshot.now)
+        tool = plain_line(f"{receipt.server}/{receipt.tool}")
+        purpose = plain_line(receipt.purpose or receipt.status_message or "")
         purpose.truncate(self._purpose_width, overflow="ellipsis")
-        return (
-            state_badge(receipt, v),
-            receipt.receipt_id[-FIXED["id"] :],
-            tool,
-            purpose,
-            styled(text.replace("observed ", ""), CONDITION_STYLE[condition], v),
-            expiry_cell,
-        )
+        return {
+            "state": state_badge(receipt, v),
+            "verdict": verdict_badge(receipt, v),
+            "id": Text(receipt.receipt_id[-6:]),
+            "tool": tool,
+            "purpose": purpose,
+            "observed": styled(text, CONDITION_STYLE[condition], v),
+            "expires": styled(expiry, "bold $text-warning" if near else "$foreground", v),
+        }
+
+    def _row(self, cells: dict[str, Text]) -> Cells:
+        return tuple(cells.get(c.key, Text("")) for c in self._columns)
 
     def _rows(self, snapshot: Snapshot) -> list[tuple[str, Cells]]:
         rows: list[tuple[str, Cells]] = []
         for group in snapshot.groups:
-            rows.append((group_key(group.key or NO_WORK), self._group_cells(group)))
+            rows.append((group_key(group.key or NO_WORK), self._row(self._group_cells(group))))
             for receipt in group.receipts:
-                rows.append(
-                    (receipt_key(receipt.receipt_id), self._receipt_cells(snapshot, receipt))
-                )
+                cells = self._row(self._receipt_cells(snapshot, receipt))
+                rows.append((receipt_key(receipt.receipt_id), cells))
         return rows
 
-    def show(self, snapshot: Snapshot) -> None:
-        """Render ``snapshot``, keeping the cursor on the same row key when possible."""
+    def show(self, snapshot: Snapshot, keep: str | None = None) -> None:
+        """Render ``snapshot``; the highlighted row keeps its receipt and its height."""
         self._snapshot = snapshot
         rows = self._rows(snapshot)
         keys = [key for key, _ in rows]
         if keys == self._keys:
-            columns = list(self.columns)
-            for key, cells in rows:
-                for column, value in zip(columns, cells, strict=True):
-                    self.update_cell(key, column, value)
+            self._update_cells(rows)
             return
-        current = self.cursor_key
+        current = keep or self.cursor_key
+        offset = self.cursor_row - round(self.scroll_y)
         # Rebuilding moves the cursor; that must not read as "reached the end" (which
-        # would page in the whole store).
+        # would page in more rows).
         self._rebuilding = True
         try:
             self.clear()
             for key, cells in rows:
                 self.add_row(*cells, key=key)
-            self._keys = keys
+            self._keys, self._cells = keys, dict(rows)
+            if current in keys:
+                row = keys.index(current)
+                self.move_cursor(row=row, animate=False, scroll=False)
+                # After the refresh: the new rows must be measured before scrolling.
+                target = max(0, row - offset)
+                self.call_after_refresh(self.scroll_to, y=target, animate=False)
+            elif len(keys) > 1 and keys[0].startswith("w:"):
+                self.move_cursor(row=1, animate=False)
         finally:
             self._rebuilding = False
-        if current in keys:
-            self.move_cursor(row=keys.index(current), animate=False)
-        elif len(keys) > 1 and keys[0].startswith("w:"):
-            self.move_cursor(row=1, animate=False)
+
+    def _update_cells(self, rows: list[tuple[str, Cells]]) -> None:
+        columns = [c.key for c in self._columns]
+        for key, cells in rows:
+            before = self._cells.get(key)
+            if before is not None and _same(before, cells):
+                continue
+            for i, (column, value) in enumerate(zip(columns, cells, strict=True)):
+                if before is None or not _same((before[i],), (value,)):
+                    self.update_cell(key, column, value)
+            self._cells[key] = cells
 
     @property
     def cursor_key(self) -> str | None:
@@ -179,3 +261,11 @@ class ReceiptTable(DataTable[Text | str]):
             return
         if self.cursor_row >= len(self._keys) - 1:
             self.post_message(self.EndReached())
+
+
+def _same(a: Cells, b: Cells) -> bool:
+    """Cells look the same (``Text ==`` ignores the base style, which carries colour)."""
+    return len(a) == len(b) and all(
+        x.plain == y.plain and str(x.style) == str(y.style) and x.spans == y.spans
+        for x, y in zip(a, b, strict=True)
+    )

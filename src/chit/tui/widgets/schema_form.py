@@ -19,6 +19,7 @@ from textual.widgets import Checkbox, Input, Label, Select, SelectionList, Stati
 from chit.errors import UsageError
 from chit.inputs import parse_json
 from chit.receipts.forms import Field, Form, FormInputError, coerce, to_text
+from chit.tui.safe import clean, one_line, plain
 
 EXTRA = "extra"
 """The error key of the raw-JSON box (new call only) for what the form cannot show."""
@@ -57,13 +58,14 @@ def hint(field: Field) -> str:
 
 
 def _label(field: Field) -> Text:
-    text = Text(field.title, style="bold")
+    # Titles and descriptions come from the server: Text, never markup.
+    text = plain(one_line(field.title), "bold")
     if field.required:
-        text.append(" *", style="bold red")
+        text.append(" *", style="bold")
     if hint(field):
-        text.append(f"  ({hint(field)})", style="dim")
+        text.append(f"  ({one_line(hint(field))})")
     if field.description and field.description != field.title:
-        text.append(f"\n{field.description}", style="italic")
+        text.append("\n" + clean(field.description), style="italic")
     return text
 
 
@@ -87,7 +89,7 @@ class SchemaForm(Vertical):
     DEFAULT_CSS = """
     SchemaForm { height: auto; }
     SchemaForm > Label { margin-top: 1; }
-    SchemaForm > .field-error { color: $error; height: auto; }
+    SchemaForm > .field-error { color: $text-error; text-style: bold; height: auto; }
     SchemaForm > .field-error.-empty { display: none; }
     SchemaForm > #unsupported { color: $warning; height: auto; margin-top: 1; }
     SchemaForm SelectionList { height: auto; max-height: 8; }
@@ -110,8 +112,8 @@ class SchemaForm(Vertical):
             yield self._widget(i, field)
             yield Static("", id=f"error-{i}", classes="field-error -empty")
         if self.form.unsupported:
-            notes = "\n".join(f"• {note}" for note in self.form.unsupported)
-            yield Static(f"chit cannot build a field for:\n{notes}", id="unsupported")
+            notes = "\n".join(f"• {one_line(note)}" for note in self.form.unsupported)
+            yield Static(plain(f"chit cannot build a field for:\n{notes}"), id="unsupported")
         if self.extra:
             yield Label(Text("Other arguments (a JSON object)", style="bold"))
             yield Input(placeholder='{"key": "value"}', id="field-extra")
@@ -122,12 +124,12 @@ class SchemaForm(Vertical):
         if field.kind == "boolean":
             return Checkbox(_label(field), value=bool(field.default), id=wid)
         if field.kind == "enum":
-            options = [(o.title, o.value) for o in field.options]
+            options = [(plain(one_line(o.title)), o.value) for o in field.options]
             default = field.default if field.default is not None else Select.NULL
             return Select(options, value=default, allow_blank=True, id=wid, prompt="choose…")
         if field.kind == "multi_enum":
             chosen = set(field.default or ())
-            items = [(o.title, o.value, o.value in chosen) for o in field.options]
+            items = [(plain(one_line(o.title)), o.value, o.value in chosen) for o in field.options]
             return SelectionList[str](*items, id=wid)
         placeholder = _PLACEHOLDERS.get(field.kind, "")
         return Input(to_text(field, field.default), placeholder=placeholder, id=wid)
@@ -183,9 +185,20 @@ class SchemaForm(Vertical):
         for selector, name in boxes:
             box = self.query_one(selector, Static)
             message = errors.get(name, "")
-            box.update(f"↳ {message}" if message else "")
+            box.update(plain(f"↳ {message}") if message else "")
             box.set_class(not message, "-empty")
         return content, errors
+
+    def show_first_error(self) -> None:
+        """Scroll the first field with a problem into view and focus it."""
+        for i, _field in enumerate(self.fields):
+            box = self.query_one(f"#error-{i}", Static)
+            if not box.has_class("-empty"):
+                self.query_one(f"#field-{i}").focus()
+                box.scroll_visible(animate=False)
+                return
+        if self.extra and not self.query_one("#error-extra").has_class("-empty"):
+            self.query_one("#field-extra").focus()
 
     def focus_first(self) -> None:
         """Focus the first field."""

@@ -1,0 +1,280 @@
+"""The app's data feed: first load, engine events, the cheap store check, publishing.
+
+A mixin of :class:`~chit.tui.app.ChitApp` (so ``app.py`` stays wiring). The live model
+is loaded once; afterwards a changed receipt arrives as an engine event (queued on the
+engine's thread, drained here on the UI thread), and a tick checks the store for what
+other processes wrote with two index look-ups. Nothing is re-read when nothing changed.
+Every change ends in :meth:`Feed.request_publish`, which builds one snapshot from the
+model (reading only the receipts it lacks) and sets the ``snapshot`` reactive.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from chit import clock
+from chit.receipts import Receipt
+from chit.tui import loader
+from chit.tui.index import ReceiptIndex
+from chit.tui.loader import Marks, RecordInfo
+from chit.tui.messages import EventsArrived, PublishRequested
+from chit.tui.model import LiveModel, Need
+from chit.tui.view import INBOX_LIMIT, PAGE_SIZE, Query, Question, parse_filter
+
+if TYPE_CHECKING:
+    from chit.tui.app import ChitApp
+
+
+@dataclass(frozen=True)
+class FirstLoad:
+    """What the first (or a full) load read."""
+
+    index: ReceiptIndex
+    marks: Marks
+    receipts: dict[str, Receipt]
+    open_records: tuple[Any, ...]
+    questions: tuple[Question, ...]
+    side: object
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What the store check found since the model's marks."""
+
+    receipts: tuple[Receipt, ...]
+    marks: Marks
+    records: bool
+    open_records: tuple[Any, ...] | None
+    questions: tuple[Question, ...] | None
+    side: object
+
+
+class Feed:
+    """Data loading and publishing for :class:`~chit.tui.app.ChitApp`."""
+
+    model: LiveModel
+    query_text: str
+    pages: int
+    paused: bool
+    _events: deque[Any]
+    _posted: threading.Event
+    _side: object
+    publish_pending: bool
+
+    def _app(self) -> ChitApp:
+        return self  # type: ignore[return-value]
+
+    def init_feed(self) -> None:
+        """Empty model, no filter, first page, not paused."""
+        self.model = LiveModel()
+        self.query_text = ""
+        self.pages = 1
+        self.paused = False
+        self._events = deque()
+        self._posted = threading.Event()
+        self._side = None
+        self.publish_pending = False
+
+    @property
+    def filter_query(self) -> Query:
+        """The parsed ``/`` filter."""
+        return parse_filter(self.query_text)
+
+    # ------------------------------------------------------------------ loading
+    def refresh_data(self) -> None:
+        """Read everything again (Ctrl+R, after a reconnect); the view updates in place."""
+        app = self._app()
+        query, limit = self.filter_query, self.pages * PAGE_SIZE
+        app.submit(
+            self._read_all,
+            query,
+            limit,
+            description="Reading receipts",
+            done=self._adopt,
+            group="load",
+            exclusive=True,
+        )
+
+    def _read_all(self, query: Query, limit: int) -> FirstLoad:
+        backend = self._app().backend
+        side = backend.questions_marker()
+        decisions = backend.questions()
+        store = backend.reader()
+        index, newest = loader.read_index(store)
+        window, _ = index.window(query, limit)
+        ids = [e.receipt_id for e in window] + sorted(index.inputs)[:INBOX_LIMIT]
+        return FirstLoad(
+            index=index,
+            marks=Marks(newest, loader.read_marks(store).work),
+            receipts=loader.read_receipts(store, ids),
+            open_records=loader.read_open_records(store),
+            questions=loader.questions(store, decisions),
+            side=side,
+        )
+
+    def _adopt(self, load: FirstLoad) -> None:
+        model = LiveModel(open_records=load.open_records, questions=load.questions)
+        model._early = self.model._early if not self.model.ready else []
+        model.receipts.update(load.receipts)
+        model.adopt(load.index, load.marks)
+        self.model = model
+        self._side = load.side
+        self.request_publish()
+
+    # ------------------------------------------------------------------ events
+    def forward_event(self, event: Any) -> None:
+        """Queue an engine event (called on the engine's thread: touch no widget)."""
+        self._events.append(event)
+        if not self._posted.is_set():
+            self._posted.set()
+            self._app().post_message(EventsArrived())
+
+    def on_events_arrived(self, _: EventsArrived) -> None:
+        # Imported here: the engine that sent the event has loaded it already, and the
+        # first paint must not wait for the runtime (and mcp) to import.
+        from chit.runtime.events import ReceiptChanged
+
+        self._posted.clear()
+        changed = False
+        while self._events:
+            event = self._events.popleft()
+            if isinstance(event, ReceiptChanged):
+                changed = self.model.apply(event.receipt) or changed
+        if changed:
+            self.request_publish()
+
+    def apply_receipt(self, receipt: object) -> None:
+        """Show a receipt an action returned (its event may come later, or never)."""
+        if isinstance(receipt, Receipt) and self.model.apply(receipt):
+            self.request_publish()
+
+    # ------------------------------------------------------------------ the tick
+    def tick(self) -> None:
+        """Move the clock (near-expiry, "observed 12 s ago") and check for other writers."""
+        if not self.model.ready:
+            return
+        assert self.model.index is not None
+        self.model.index.advance(clock.now())
+        self.request_publish()
+        self.check_now()
+
+    def check_now(self) -> None:
+        """Look for what other processes wrote (receipts, work records, questions)."""
+        if not self.model.ready:
+            return
+        self._app().submit(
+            self._check,
+            self.model.marks,
+            self._side,
+            description="Checking the store",
+            done=self._changes,
+            group="check",
+            exclusive=True,
+        )
+
+    def _check(self, marks: Marks, side: object) -> Changes | None:
+        backend = self._app().backend
+        store = backend.reader()
+        now = loader.read_marks(store)
+        receipts: list[Receipt] = []
+        if now.status_at is not None and (
+            marks.status_at is None or now.status_at > marks.status_at
+        ):
+            receipts = loader.changed_since(store, marks.status_at)
+        records = now.work != marks.work
+        open_records = loader.read_open_records(store) if records else None
+        side_now = backend.questions_marker()
+        questions = None
+        if side_now != side:
+            questions = loader.questions(store, backend.questions())
+        if not receipts and not records and questions is None:
+            return None
+        return Changes(tuple(receipts), now, records, open_records, questions, side_now)
+
+    def _changes(self, changes: Changes | None) -> None:
+        if changes is None:
+            return
+        model = self.model
+        changed = False
+        for receipt in changes.receipts:
+            changed = model.apply(receipt) or changed
+        if changes.records:
+            model.records.clear()
+            model.marks = Marks(model.marks.status_at, changes.marks.work)
+            if changes.open_records is not None:
+                model.open_records = changes.open_records
+            changed = True
+        if changes.questions is not None:
+            model.questions = changes.questions
+            self._side = changes.side
+            changed = True
+        if changed:
+            self.request_publish()
+
+    # ------------------------------------------------------------------ publishing
+    def request_publish(self) -> None:
+        """Build and publish a snapshot soon; requests in one burst become one."""
+        self.publish_pending = True
+        self._app().post_message(PublishRequested())
+
+    def on_publish_requested(self, _: PublishRequested) -> None:
+        if not self.model.ready:
+            self.publish_pending = False
+            return
+        snapshot, need = self.model.build(self.filter_query, self.pages * PAGE_SIZE, clock.now())
+        if need:
+            self._fetch(need)
+            return
+        self.publish_pending = False
+        if not self.paused:
+            self._app().publish(snapshot)
+
+    @property
+    def settled(self) -> bool:
+        """Nothing left to read or show (tests and benchmarks wait for this)."""
+        app = self._app()
+        busy = any(not w.is_finished for w in app.workers if w.group != "check")
+        return self.model.ready and not self.publish_pending and not busy and not self._events
+
+    def _fetch(self, need: Need) -> None:
+        backend = self._app().backend
+
+        def read() -> tuple[dict[str, Receipt], dict[str, RecordInfo]]:
+            store = backend.reader()
+            return (
+                loader.read_receipts(store, need.receipts),
+                loader.read_records(store, need.records),
+            )
+
+        def merge(found: tuple[dict[str, Receipt], dict[str, RecordInfo]]) -> None:
+            receipts, records = found
+            for receipt_id in need.receipts - receipts.keys():
+                self.model.forget(receipt_id)  # deleted meanwhile
+            self.model.merge(receipts, records)
+            self.request_publish()
+
+        self._app().submit(
+            read, description="Reading receipts", done=merge, group="fetch", exclusive=True
+        )
+
+    # ------------------------------------------------------------------ the view
+    def set_filter(self, text: str) -> None:
+        """Apply a ``/`` filter from the first page (served from the index)."""
+        self.query_text = text
+        self.pages = 1
+        self.request_publish()
+
+    def more(self) -> None:
+        """Show one more page of receipts."""
+        if self._app().snapshot.more:
+            self.pages += 1
+            self.request_publish()
+
+    def set_paused(self, paused: bool) -> None:
+        """Freeze (or resume) what the screens show; the model keeps up meanwhile."""
+        self.paused = paused
+        if not paused:
+            self.request_publish()
