@@ -227,7 +227,19 @@ def seed(root: Path, *, with_data: bool = True) -> Home:
                 )
             )
             store.receipts.insert(r, None, None, obs)
+            if r.receipt_id == rid(1):
+                store.observations.append(*_polls(r))
     return home
+
+
+def _polls(r: Receipt) -> list[Observation]:
+    """240 polls that all said "step 1 of 100" (the timeline folds them into one row)."""
+    polls = []
+    for n in range(240):
+        obs = _obs(r, 250 - n, ObservationKind.STATUS, LifecycleState.WORKING, "step 1 of 100")
+        changes = ("status_message",) if n == 0 else ("status_at",)
+        polls.append(obs.model_copy(update={"changes": changes}))
+    return polls
 
 
 APPROVE_SCHEMA: dict[str, Any] = {

@@ -216,3 +216,16 @@ def test_agent_question(snap_compare: Any, tmp_path: Path, size: tuple[int, int]
         await quiet(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_timeline_collapse(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """240 polls that said "step 1 of 100" are one timeline row: ×240, first–last time."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await quiet(pilot)
+        await select(pilot, rid(1))
+        await pilot.press("enter")
+        await quiet(pilot)
+
+    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)

@@ -78,11 +78,22 @@ def _outcome(r: Receipt) -> RenderableType:
 
 
 def _when(obs: Observation) -> str:
-    """The time cell: ``12:00:03``, or ``12:00:03 ×240`` for a row seen 240 times."""
+    """The time cell: ``12:00:03``, or ``12:00:03–12:04:00`` for a row seen again since."""
     when = f"{obs.at:%H:%M:%S}"
     if obs.repeats > 1 and obs.last_at is not None:
-        return f"{when} ×{obs.repeats} (last {obs.last_at:%H:%M:%S})"
+        return f"{when}–{obs.last_at:%H:%M:%S}"
     return when
+
+
+def _said(obs: Observation) -> Text:
+    """The message cell: ``×240 step 1 of 100`` for a row the server said 240 times."""
+    text = Text()
+    if obs.repeats > 1:
+        text.append(f"×{obs.repeats} ", style="bold")
+    if not obs.applied:
+        text.append("(not applied) ")
+    text.append_text(plain(obs.message or ""))
+    return text
 
 
 def _timeline(d: Detail) -> Table:
@@ -90,17 +101,13 @@ def _timeline(d: Detail) -> Table:
     for name in ("time", "source", "kind", "status", "message"):
         table.add_column(name, no_wrap=name != "message", overflow="fold")
     for obs in d.timeline:
-        style = "" if obs.applied else "italic"
-        message = obs.message or ""
-        if not obs.applied:
-            message = f"(not applied) {message}".strip()
         table.add_row(
             _when(obs),
             obs.source.value,
             obs.kind.value,
             obs.status.value if obs.status else "",
-            plain(message),
-            style=style,
+            _said(obs),
+            style="" if obs.applied else "italic",
         )
     return table
 
