@@ -21,8 +21,10 @@ import pytest
 import sqlite_utils
 from pydantic import BaseModel
 
+from chit.clock import ManualClock
 from chit.home import Home
 from chit.receipts import LifecycleState, Receipt, RetrievalCondition
+from chit.reconcile.schedule import DueScan
 from chit.sidecar import db as sidecar_db
 from chit.sidecar.anchors import SidecarStore
 from chit.store import Store
@@ -270,3 +272,22 @@ def test_dropping_null_fields_from_the_document_loses_nothing() -> None:
     doc = dump_doc(sparse)
     assert "null" not in doc and len(doc) < len(sparse.model_dump_json())
     assert Receipt.model_validate_json(doc) == sparse
+
+
+# ------------------------------------------------------------- the schedule, read by ticks
+def test_a_tick_reads_only_what_became_due_since_the_last(store: Store) -> None:
+    clock = ManualClock(T0)
+    for i in range(3):
+        at = T0 + timedelta(seconds=i + 1)
+        store.receipts.insert(make_receipt(f"r{i}", next_check_at=at), BLOB, FP)
+    scan = DueScan(store, clock)
+    assert scan.due() == []  # the first read is a full one: nothing due yet
+    clock.advance(2.0)
+    assert scan.due() == ["r0", "r1"]  # due; their checks wait for a slot (a backlog)
+    assert scan.due() == []  # the next tick does not read the backlog again
+    clock.advance(0.5)
+    assert scan.due() == []
+    clock.advance(0.6)  # r2 became due, and a full read is due as well
+    assert scan.due() == ["r0", "r1", "r2"]
+    store.receipts.insert(make_receipt("never"), BLOB, FP)  # never scheduled: always due
+    assert scan.due() == ["never"]

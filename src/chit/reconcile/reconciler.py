@@ -41,6 +41,7 @@ from chit.reconcile.inbox import LegacyInbox
 from chit.reconcile.observe import TaskObserver
 from chit.reconcile.outcomes import failure_event
 from chit.reconcile.push import PushSubscriptions
+from chit.reconcile.schedule import DueScan
 from chit.reconcile.writer import ReceiptWriter
 from chit.store.db import fetch_one
 from chit.tasks.client import TaskError
@@ -103,6 +104,7 @@ class Reconciler:
         self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
         self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
         self._running = False
+        self.schedule = DueScan(self.store, self.clock)
         self._ended: dict[str, Hint] = {}  # rid → a 2025 push saying it ended (observe.py)
         self.checks = 0
         self.message_hints = 0
@@ -174,21 +176,17 @@ class Reconciler:
     # --- routes -------------------------------------------------------------------------
 
     def adopt(self, receipt: Receipt, task_id: str) -> None:
-        """A receipt was just created here: subscribe to its task's pushes at once.
-
-        Waiting for its first check (one poll interval) would leave a short task, or
-        one ending in that interval, to be found by polling alone.
-        """
+        """A receipt was just created here: subscribe to its task's pushes at once (not
+        at its first check, a poll interval later: a short task would end unheard)."""
         if self._running:  # only the process that reconciles listens for its tasks
             self.push.track(receipt.server, task_id, live=not receipt.is_terminal)
 
     def adopt_live(self) -> int:
         """Open every live receipt's handle and subscribe to its pushes; return how many.
 
-        Run when reconciling starts: hints are routed by task id, so a receipt this
-        process has not opened yet would have its hints dropped, and a 2026 task would
-        get no push, until its first check — which, after a restart with many live
-        receipts, can be seconds away (the restart sweep checks them one by one).
+        Run when reconciling starts: hints are routed by task id, so until its first
+        check — seconds away after a restart with many live receipts — a receipt would
+        have its hints dropped and its 2026 task no push.
         """
         adopted = 0
         for receipt_id, server, blob in self.store.receipts.live_handles():
@@ -252,7 +250,7 @@ class Reconciler:
                     break
                 hinted, self._hinted = self._hinted, set()
                 self.kick(hinted, ObservationSource.NOTIFICATION)
-                self.kick(self.due_ids(), ObservationSource.POLL)
+                self.kick(self.schedule.due(), ObservationSource.POLL)
                 self.kick(self._due_pulls(), ObservationSource.POLL)
                 self._wake = anyio.Event()
                 with self.clock.move_on_after(IDLE_TICK_S):

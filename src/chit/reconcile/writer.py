@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -31,7 +32,7 @@ from chit.receipts import Event, Observation, Receipt, apply
 from chit.reconcile.boundary import carries_text, redact_events
 from chit.redaction import Redactor
 from chit.store import StaleWrite, Store, immediate
-from chit.store.db import fetch_one
+from chit.store.db import translated
 
 log = logging.getLogger("chit.reconcile")
 
@@ -213,7 +214,7 @@ class ReceiptWriter:
             with immediate(self.store.db):
                 for item in batch:
                     try:
-                        with immediate(self.store.db):  # a savepoint: per-receipt atomicity
+                        with self._savepoint():  # per-receipt atomicity inside the batch
                             item.result = self._write(item)
                     except StaleWrite:
                         retry.add(id(item))
@@ -239,18 +240,35 @@ class ReceiptWriter:
                 self._announce(item)
             item.done.set()
 
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        """One receipt's write inside the batch: undone alone if it fails.
+
+        Plain SQL rather than sqlite-utils' ``atomic()`` (a random name and a generator
+        per receipt): this runs once per check.
+        """
+        conn = self.store.db.conn
+        with translated():
+            conn.execute("SAVEPOINT receipt_write")
+        try:
+            yield
+        except BaseException:
+            with translated():
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK TO receipt_write")
+                    conn.execute("RELEASE receipt_write")
+            raise
+        with translated():
+            conn.execute("RELEASE receipt_write")
+
     # --- the fold -------------------------------------------------------------------------
 
     def _current(self, item: _Write) -> Receipt:
-        base = item.base
-        if base is not None:
-            row = fetch_one(
-                self.store.db,
-                "SELECT version FROM receipts WHERE receipt_id = ?",
-                [item.receipt_id],
-            )
-            if row is not None and int(row[0]) == base.version:
-                return base
+        # The base a check read is folded on without reading its version again: the
+        # UPDATE is guarded by that version, so a receipt someone changed meanwhile
+        # fails it (StaleWrite) and is re-read and re-folded on its own (_flush).
+        if item.base is not None:
+            return item.base
         return self.store.receipts.require(item.receipt_id)
 
     def _write(self, item: _Write) -> Receipt:

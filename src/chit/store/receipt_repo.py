@@ -468,23 +468,35 @@ class ReceiptRepository:
 
     def due_ids(self, now: datetime, limit: int = 1000) -> builtins.list[str]:
         """Ids to check now, soonest first: live receipts past their next check (lost and
-        incompatible ones excepted) and ended ones whose result is due to be fetched.
+        incompatible ones excepted) and ended ones whose result is due to be fetched."""
+        return [rid for rid, _ in self.due_checks(now, limit)]
+
+    def due_checks(
+        self, now: datetime, limit: int = 1000, *, after: str | None = None
+    ) -> builtins.list[tuple[str, str | None]]:
+        """(id, next check) of every receipt due now, as ``due_ids``, soonest first.
+
+        ``after`` (a ``next_check_at`` an earlier scan handed out) skips what is due no
+        later than it: a scan then reads only what became due since, not the whole
+        backlog of checks still waiting for a connection slot. Receipts never scheduled
+        are always included.
 
         One range per arm — never scheduled, due, unretrieved — on the two partial
-        indexes (``receipts_live``, ``receipts_unretrieved``), so a tick reads what is
+        indexes (``receipts_live``, ``receipts_unretrieved``), so a scan reads what is
         due, not every live receipt.
         """
-        at = clock.iso(now)
+        since = "" if after is None else " AND next_check_at > :after"
         keep = f" AND retrieval NOT IN ({_LOST})"
         rows = fetch_all(
             self._db,
             f"SELECT receipt_id, next_check_at FROM receipts WHERE {_LIVE_NEVER}{keep}"
-            f" UNION ALL SELECT receipt_id, next_check_at FROM receipts WHERE {_LIVE_DUE}{keep}"
+            " UNION ALL SELECT receipt_id, next_check_at FROM receipts WHERE active = 1"
+            f" AND next_check_at <= :now{since}{keep}"
             f" UNION ALL SELECT receipt_id, next_check_at FROM {_UNRETRIEVED}"
-            " AND next_check_at <= ? ORDER BY next_check_at LIMIT ?",
-            [at, at, limit],
+            f" AND next_check_at <= :now{since} ORDER BY next_check_at LIMIT :limit",
+            {"now": clock.iso(now), "after": after, "limit": limit},
         )
-        return [str(r["receipt_id"]) for r in rows]
+        return [(str(r[0]), r[1]) for r in rows]
 
     def live_ids(self) -> builtins.list[str]:
         """Every receipt that still needs the server: live (lost and incompatible ones
