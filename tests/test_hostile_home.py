@@ -385,3 +385,16 @@ def test_daemon_files_that_are_fifos_do_not_hang_a_client(tmp_path: Path) -> Non
         lock_is_held(fifo)
     with pytest.raises(ValueError, match="nested too deeply"):
         decode(b"[" * 200_000)
+
+
+def test_the_read_only_tui_reads_without_writing(tmp_path: Path) -> None:
+    from chit.tui.backend import Backend, Mode
+
+    home = Home(tmp_path / "home").ensure()
+    with Backend(home, Mode(readonly=True)).store() as store:
+        assert store.receipts.count() == 0
+    assert not home.db_path.exists()  # nothing created to look at nothing
+    seed_receipt(home, handle=HANDLE, now=NOW)
+    with Backend(home, Mode(readonly=True)).store() as store:
+        assert store.receipts.count() == 1
+        assert store.db.conn.execute("PRAGMA query_only").fetchone()[0] == 1

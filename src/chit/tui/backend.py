@@ -72,7 +72,9 @@ class Backend:
     @contextmanager
     def store(self) -> Iterator[Store]:
         """Open a store connection for this thread and close it afterwards."""
-        store = Store.open(self.home)
+        # Read-only mode never writes, so it reads without writing too: a home on a
+        # read-only mount (or one it may not migrate) still shows its receipts.
+        store = Store.open_readonly(self.home) if self.mode.readonly else Store.open(self.home)
         try:
             yield store
         finally:
