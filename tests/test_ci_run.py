@@ -94,3 +94,20 @@ def test_apt_step_without_root_or_sudo_names_the_packages(tmp_path: Path) -> Non
     assert lines[0].startswith(".ci/run: apt-get needs root")
     assert "tmux gnome-keyring dbus" in lines[0]
     assert "apt-get-ran" not in proc.stderr
+
+
+def test_a_failing_install_step_is_one_line_not_a_bare_exit(tmp_path: Path) -> None:
+    bin_dir = _bin(tmp_path, python=False)
+    # Every prerequisite is there; creating the venv fails (a full disk, say).
+    _stub(
+        bin_dir,
+        "python3",
+        'if [ "$1" = -c ]; then exit 0; fi; echo "venv: No space left on device" >&2; exit 1',
+    )
+    for tool in ("ls", "tmux", "gnome-keyring-daemon", "dbus-run-session"):
+        _stub(bin_dir, tool, "exit 0")
+    proc = _run(bin_dir)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        ".ci/run: python3 -m venv .venv failed (disk space? permissions?)"
+    )
