@@ -23,6 +23,7 @@ from chit.daemon.peer import peer_of
 from chit.engine import rpc
 from chit.engine.local import LocalEngine
 from chit.errors import ChitError
+from chit.redaction import redact
 
 log = logging.getLogger("chit.daemon")
 
@@ -192,7 +193,8 @@ class ControlServer:
                 rpc.error(
                     frame.id,
                     rpc.INTERNAL_ERROR,
-                    f"internal error in chit's daemon: {type(exc).__name__}: {exc}"[:300]
+                    # redacted here: only this process knows the handles it opened
+                    redact(f"internal error in chit's daemon: {type(exc).__name__}: {exc}")[:300]
                     + " (see logs/daemon.log)",
                     {"exit_code": 1, "type": type(exc).__name__},
                 )
