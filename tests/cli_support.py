@@ -52,6 +52,49 @@ def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
     return Ran(proc.returncode, proc.stdout, proc.stderr)
 
 
+def _write_accepted(
+    store: Store,
+    vault: Vault,
+    *,
+    handle: str,
+    now: datetime,
+    server: str,
+    tool: str,
+    state: LifecycleState,
+    arguments: dict[str, object],
+    poll_interval_ms: int,
+    ttl_ms: int | None,
+) -> Receipt:
+    intent: Intent = new_intent(
+        server=server,
+        tool=tool,
+        args_digest=args_digest(arguments),
+        request_key=new_request_key(now),
+        now=now,
+    )
+    receipt_id = new_receipt_id(now)
+    blob = vault.seal(handle, aad_for(receipt_id, server, ""))
+    fp = vault.fingerprint(handle)
+    created = StatusObserved(
+        source=ObservationSource.CREATE,
+        status=state,
+        message="Starting",
+        poll_interval_ms=poll_interval_ms,
+        ttl_ms=ttl_ms,
+    )
+    tr = open_receipt(
+        intent,
+        receipt_id=receipt_id,
+        protocol=TaskProtocol.EXTENSION,
+        created=created,
+        now=now,
+        handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
+    )
+    store.intents.begin(intent)
+    store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
+    return tr.receipt
+
+
 def seed_receipt(
     home: Home,
     *,
@@ -63,73 +106,41 @@ def seed_receipt(
 ) -> Receipt:
     """Write one accepted-task receipt with a sealed handle, as ``chit call`` would."""
     vault = Vault.unlock(MemoryKeyStore(), None)
-    intent: Intent = new_intent(
-        server=server,
-        tool=tool,
-        args_digest=args_digest({"seconds": 5}),
-        request_key=new_request_key(now),
-        now=now,
-    )
-    receipt_id = new_receipt_id(now)
-    blob = vault.seal(handle, aad_for(receipt_id, server, ""))
-    fp = vault.fingerprint(handle)
-    created = StatusObserved(
-        source=ObservationSource.CREATE,
-        status=state,
-        message="Starting",
-        poll_interval_ms=500,
-        ttl_ms=60_000,
-    )
-    tr = open_receipt(
-        intent,
-        receipt_id=receipt_id,
-        protocol=TaskProtocol.EXTENSION,
-        created=created,
-        now=now,
-        handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
-    )
     with Store.open(home.ensure()) as store:
-        store.intents.begin(intent)
-        store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
-    return tr.receipt
+        return _write_accepted(
+            store,
+            vault,
+            handle=handle,
+            now=now,
+            server=server,
+            tool=tool,
+            state=state,
+            arguments={"seconds": 5},
+            poll_interval_ms=500,
+            ttl_ms=60_000,
+        )
 
 
 def seed_many(home: Home, count: int, *, server: str = "demo") -> list[str]:
-    """Write ``count`` working receipts (as ``seed_receipt``) in one transaction."""
+    """Write ``count`` working receipts (as ``seed_receipt``, 1 s polls) in one transaction."""
     from chit import clock
     from chit.store.db import immediate
 
     vault = Vault.unlock(MemoryKeyStore(), None)
     now = clock.now()
-    ids: list[str] = []
     with Store.open(home.ensure()) as store, immediate(store.db):
-        for i in range(count):
-            intent = new_intent(
+        return [
+            _write_accepted(
+                store,
+                vault,
+                handle=f"handle-{i:06d}-seeded",
+                now=now,
                 server=server,
                 tool="slow_compute",
-                args_digest=args_digest({"i": i}),
-                request_key=new_request_key(now),
-                now=now,
-            )
-            receipt_id = new_receipt_id(now)
-            handle = f"handle-{i:06d}-{receipt_id}"
-            fp = vault.fingerprint(handle)
-            created = StatusObserved(
-                source=ObservationSource.CREATE,
-                status=LifecycleState.WORKING,
-                message="Starting",
+                state=LifecycleState.WORKING,
+                arguments={"i": i},
                 poll_interval_ms=1000,
-            )
-            tr = open_receipt(
-                intent,
-                receipt_id=receipt_id,
-                protocol=TaskProtocol.EXTENSION,
-                created=created,
-                now=now,
-                handle=HandleRef(fingerprint=fp, key_id=vault.kid.hex()),
-            )
-            blob = vault.seal(handle, aad_for(receipt_id, server, ""))
-            store.intents.begin(intent)
-            store.receipts.record_acceptance(intent, tr.receipt, tr.observation, blob, fp)
-            ids.append(receipt_id)
-    return ids
+                ttl_ms=None,
+            ).receipt_id
+            for i in range(count)
+        ]

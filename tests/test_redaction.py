@@ -51,6 +51,7 @@ def test_every_spelling_is_replaced(handle: str, spelling: str, before: str, aft
 
 @settings(max_examples=200, deadline=None)
 @given(handle=handles, cut=st.integers(0, 48), status=filler, error=filler)
+@example(handle="000000012345", cut=5, status="", error="")
 def test_a_handle_split_between_two_fields_leaves_no_long_piece(
     handle: str, cut: int, status: str, error: str
 ) -> None:
@@ -61,7 +62,10 @@ def test_a_handle_split_between_two_fields_leaves_no_long_piece(
     for piece in (first, second):
         for i in range(len(handle) - FRAGMENT + 1):
             assert handle[i : i + FRAGMENT].lower() not in piece.lower()
-    assert not leaks((first + second).encode(), [handle])
+    if len(handle) >= 2 * FRAGMENT:
+        # one side holds at least FRAGMENT characters of it: even put back together, the
+        # two fields do not spell it (two pieces shorter than that cannot be recognised)
+        assert not leaks((first + second).encode(), [handle])
 
 
 @settings(max_examples=200, deadline=None)

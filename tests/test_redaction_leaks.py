@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from chit.receipts import LifecycleState, RetrievalCondition
+from chit.receipts import LifecycleState, Receipt, RetrievalCondition
 from chit.redaction import REGISTRY
 from chit.runtime import Supervisor
 from chit.tasks.client import InProcessServer
@@ -44,6 +44,16 @@ places = st.fixed_dictionaries(
 )
 
 
+async def _vanished(sup: Supervisor, arguments: dict[str, Any]) -> Receipt:
+    """A task the server forgets at once; checked until its receipt says so."""
+    r = await sup.call("leaky", "leak", {**arguments, "prompt": "", "outcome": "vanish"})
+    with anyio.fail_after(30):
+        while r.retrieval is not RetrievalCondition.VANISHED:
+            r = await sup.reconciler.check(r.receipt_id) or r
+            await anyio.sleep(0.05)  # the tool runs in the server's task group: let it
+    return r
+
+
 async def _drive(sup: Supervisor, arguments: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Call, follow, answer, follow; then a task that vanishes. Returns (rids, handles)."""
     r = await sup.call("leaky", "leak", arguments)
@@ -53,19 +63,11 @@ async def _drive(sup: Supervisor, arguments: dict[str, Any]) -> tuple[list[str],
         r = await sup.answer(r.receipt_id, content={"ok": True})
         r = await sup.follow(r.receipt_id)
     assert r.is_terminal, r
-    gone = await sup.call("leaky", "leak", {**arguments, "prompt": "", "outcome": "vanish"})
+    gone = await _vanished(sup, arguments)
     handles.append(sup.handles.task_id(gone))
-    with anyio.fail_after(30):
-        while gone.retrieval is not RetrievalCondition.VANISHED:
-            gone = await sup.reconciler.check(gone.receipt_id) or gone
-            await anyio.sleep(0.05)
     # Cancelling a task the server no longer knows: the refusal names it too.
-    cancelled = await sup.call("leaky", "leak", {**arguments, "prompt": "", "outcome": "vanish"})
+    cancelled = await _vanished(sup, arguments)
     handles.append(sup.handles.task_id(cancelled))
-    with anyio.fail_after(30):
-        while cancelled.retrieval is not RetrievalCondition.VANISHED:
-            cancelled = await sup.reconciler.check(cancelled.receipt_id) or cancelled
-            await anyio.sleep(0.05)
     cancelled = await sup.cancel(cancelled.receipt_id)
     assert cancelled.retrieval is RetrievalCondition.VANISHED
     return [r.receipt_id, gone.receipt_id, cancelled.receipt_id], handles

@@ -125,16 +125,13 @@ def redact_event(event: E, redactor: Redactor, digest_key: bytes | None = None) 
     r = redactor
     match event:
         case StatusObserved():
+            message = r.optional(event.message)
             inputs = event.input_requests
-            return dataclasses.replace(
-                event,
-                message=r.optional(event.message),
-                input_requests=(
-                    tuple(redact_request(q, r, digest_key) for q in inputs)
-                    if inputs is not None
-                    else None
-                ),
-            )
+            if inputs:
+                inputs = tuple(redact_request(q, r, digest_key) for q in inputs)
+            if message == event.message and inputs == event.input_requests:
+                return event  # the common case: nothing to hide, nothing copied
+            return dataclasses.replace(event, message=message, input_requests=inputs)
         case ResultObserved():
             keys = event.structured_keys
             return dataclasses.replace(

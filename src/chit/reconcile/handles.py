@@ -40,6 +40,7 @@ class HandleBook:
         self.vault = vault
         self._by_receipt: dict[str, str] = {}
         self._by_task: dict[str, str] = {}
+        self._redactors: dict[str, tuple[Redactor, Redactor]] = {}
 
     def remember(self, receipt_id: str, task_id: str) -> None:
         """Record a handle just sealed (saves opening it again)."""
@@ -84,6 +85,9 @@ class HandleBook:
         only the server's secrets when the handle is gone (wiped, or a synchronous call).
         """
         secrets = REGISTRY.server(receipt.server)
+        cached = self._redactors.get(receipt.receipt_id)
+        if cached is not None and cached[0] is secrets:
+            return cached[1]  # the server's secrets did not change since
         try:
             task_id = self.task_id(receipt)
         except HandleUnavailable:
@@ -93,7 +97,9 @@ class HandleBook:
             if receipt.handle is not None
             else self.vault.fingerprint(task_id)
         )
-        return secrets.plus(handle_secret(task_id, fingerprint))
+        redactor = secrets.plus(handle_secret(task_id, fingerprint))
+        self._redactors[receipt.receipt_id] = (secrets, redactor)
+        return redactor
 
     def receipt_for(self, task_id: str) -> str | None:
         """The receipt a task id belongs to, if this process opened or sealed it."""
