@@ -84,6 +84,8 @@ class ControlServer:
             "cancel": self._cancel,
             "accept": self._accept,
             "reject": self._reject,
+            "reopen": self._reopen,
+            "protocol.log": self._protocol_log,
             "receipt": self._receipt,
             "tools": self._tools,
             "servers": self._servers,
@@ -242,6 +244,12 @@ class ControlServer:
 
     async def _reject(self, p: rpc.DecideParams, _: Connection) -> Any:
         return await self.engine.reject(p.receipt_id, p.why or "")
+
+    async def _reopen(self, p: rpc.ReceiptParams, _: Connection) -> Any:
+        return await self.engine.reopen(p.receipt_id)
+
+    async def _protocol_log(self, p: rpc.ProtocolLogParams, _: Connection) -> Any:
+        return await self.engine.protocol_log(p.server, limit=p.limit)
 
     async def _receipt(self, p: rpc.ReceiptParams, _: Connection) -> Any:
         return await self.engine.receipt(p.receipt_id)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from chit.engine.models import (
         EngineEvent,
+        ProtocolMessage,
         ReconcileSummary,
         ServerStatus,
         ToolsInfo,
@@ -71,6 +72,14 @@ class Engine(Protocol):
 
     async def reject(self, receipt_id: str, why: str) -> Receipt:
         """Record a person's rejection (``why`` is required)."""
+        ...
+
+    async def reopen(self, receipt_id: str) -> Receipt:
+        """Take back a verdict (undo): the outcome waits for judgment again."""
+        ...
+
+    async def protocol_log(self, server: str, *, limit: int = 100) -> list[ProtocolMessage]:
+        """The last JSON-RPC messages exchanged with ``server``, oldest first, redacted."""
         ...
 
     async def receipt(self, receipt_id: str) -> Receipt:

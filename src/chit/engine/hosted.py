@@ -19,7 +19,13 @@ from anyio.abc import ObjectReceiveStream
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from chit.engine.local import LocalEngine
-from chit.engine.models import EngineEvent, ReconcileSummary, ServerStatus, ToolsInfo
+from chit.engine.models import (
+    EngineEvent,
+    ProtocolMessage,
+    ReconcileSummary,
+    ServerStatus,
+    ToolsInfo,
+)
 from chit.home import Home
 from chit.receipts import Receipt
 from chit.runtime import SupervisorOptions
@@ -125,6 +131,14 @@ class HostedEngine:
     async def reject(self, receipt_id: str, why: str) -> Receipt:
         """See ``Engine.reject``."""
         return await self._on_portal(self.local.reject, receipt_id, why)
+
+    async def reopen(self, receipt_id: str) -> Receipt:
+        """See ``Engine.reopen``."""
+        return await self._on_portal(self.local.reopen, receipt_id)
+
+    async def protocol_log(self, server: str, *, limit: int = 100) -> list[ProtocolMessage]:
+        """See ``Engine.protocol_log``."""
+        return await self._on_portal(self.local.protocol_log, server, limit=limit)
 
     async def receipt(self, receipt_id: str) -> Receipt:
         """See ``Engine.receipt``."""

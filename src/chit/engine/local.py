@@ -18,6 +18,7 @@ from chit.engine._groups import sole_error
 from chit.engine.feed import ChangeFeed
 from chit.engine.models import (
     EngineEvent,
+    ProtocolMessage,
     ReconcileSummary,
     ServerStatus,
     ToolInfo,
@@ -137,6 +138,25 @@ class LocalEngine:
     async def reject(self, receipt_id: str, why: str) -> Receipt:
         """See ``Engine.reject``."""
         return self.supervisor.reject(receipt_id, why)
+
+    async def reopen(self, receipt_id: str) -> Receipt:
+        """See ``Engine.reopen``."""
+        return self.supervisor.reopen(receipt_id)
+
+    async def protocol_log(self, server: str, *, limit: int = 100) -> list[ProtocolMessage]:
+        """See ``Engine.protocol_log`` (the pool's rings; nothing is kept on disk)."""
+        logged = self.supervisor.pool.protocol.messages(server, limit)
+        return [
+            ProtocolMessage(
+                at=m.at,
+                direction="sent" if m.direction == "sent" else "received",
+                kind=m.kind,
+                method=m.method,
+                id=m.id,
+                text=m.text,
+            )
+            for m in logged
+        ]
 
     async def receipt(self, receipt_id: str) -> Receipt:
         """See ``Engine.receipt``."""

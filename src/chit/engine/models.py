@@ -81,6 +81,26 @@ class ServerStatus(_Model):
     log_path: str | None = None
 
 
+class ProtocolMessage(_Model):
+    """One JSON-RPC message chit exchanged with a server (redacted: no handle, no secret).
+
+    Attributes:
+        at: when chit sent or received it.
+        direction: ``sent`` or ``received``.
+        kind: ``request``, ``notification``, ``response``, ``error`` or ``transport``.
+        method: the JSON-RPC method, for requests and notifications.
+        id: the JSON-RPC id, for requests, responses and errors.
+        text: the message as compact JSON (cut at a few thousand characters).
+    """
+
+    at: datetime
+    direction: Literal["sent", "received"]
+    kind: str
+    method: str | None = None
+    id: str | None = None
+    text: str
+
+
 class ReconcileSummary(_Model):
     """What one reconciliation pass did (``chit reconcile --once``).
 

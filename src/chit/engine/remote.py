@@ -28,6 +28,7 @@ from chit.engine import rpc
 from chit.engine._groups import sole_error
 from chit.engine.models import (
     EngineEvent,
+    ProtocolMessage,
     ReceiptUpdate,
     ReconcileSummary,
     Resync,
@@ -257,6 +258,17 @@ class RemoteEngine:
         params = rpc.DecideParams(receipt_id=receipt_id, why=why)
         receipt: Receipt = await self._request("reject", params)
         return receipt
+
+    async def reopen(self, receipt_id: str) -> Receipt:
+        """See ``Engine.reopen``."""
+        receipt: Receipt = await self._request("reopen", rpc.ReceiptParams(receipt_id=receipt_id))
+        return receipt
+
+    async def protocol_log(self, server: str, *, limit: int = 100) -> list[ProtocolMessage]:
+        """See ``Engine.protocol_log``: the daemon's log of its session with ``server``."""
+        params = rpc.ProtocolLogParams(server=server, limit=limit)
+        messages: list[ProtocolMessage] = await self._request("protocol.log", params)
+        return messages
 
     async def receipt(self, receipt_id: str) -> Receipt:
         """See ``Engine.receipt``."""

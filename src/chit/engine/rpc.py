@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from chit.engine.models import (
     EngineEvent,
+    ProtocolMessage,
     ReconcileSummary,
     ServerStatus,
     ToolsInfo,
@@ -172,6 +173,13 @@ class NoParams(_Params):
     """Methods without parameters."""
 
 
+class ProtocolLogParams(_Params):
+    """``protocol.log``."""
+
+    server: str
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
 class EventParams(_Params):
     """The params of an ``event`` notification."""
 
@@ -204,6 +212,8 @@ METHODS: dict[str, Method] = {
         _method("cancel", ReceiptParams, Receipt, 300),
         _method("accept", DecideParams, Receipt, 60),
         _method("reject", DecideParams, Receipt, 60),
+        _method("reopen", ReceiptParams, Receipt, 60),
+        _method("protocol.log", ProtocolLogParams, list[ProtocolMessage], 30),
         _method("receipt", ReceiptParams, Receipt, 60),
         _method("tools", ToolsParams, ToolsInfo, 120),
         _method("servers", NoParams, list[ServerStatus], 60),

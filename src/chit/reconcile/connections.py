@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from chit.clock import Clock, current_clock
 from chit.errors import ChitError, NotFound
 from chit.reconcile.limits import PriorityLimiter
+from chit.reconcile.protocol_log import ProtocolLog
 from chit.tasks.client import (
     HintCallback,
     IncompatibleError,
@@ -115,6 +116,8 @@ class ConnectionPool:
         self._input_handler = input_handler
         self._conns: dict[str, _Conn] = {}
         self._rng = random.Random()
+        self.protocol = ProtocolLog()
+        """The last JSON-RPC messages of every server (the TUI's protocol pane)."""
 
     def _conn(self, server: str) -> _Conn:
         conn = self._conns.get(server)
@@ -188,7 +191,7 @@ class ConnectionPool:
             spec = self._spec(server)
             conn.stop, conn.closed = anyio.Event(), anyio.Event()
             try:
-                client: TaskClient = await self._tg.start(self._own, spec, conn)
+                client: TaskClient = await self._tg.start(self._own, spec, conn, server)
             except Exception as exc:
                 conn.failures += 1
                 conn.last_error = str(exc)[:200]
@@ -246,7 +249,9 @@ class ConnectionPool:
         if conn is not None and conn.client is None:
             await conn.closed.wait()
 
-    async def _own(self, spec: ServerSpec, conn: _Conn, *, task_status: TaskStatus[Any]) -> None:
+    async def _own(
+        self, spec: ServerSpec, conn: _Conn, server: str, *, task_status: TaskStatus[Any]
+    ) -> None:
         opts = self.options
         started = False
         try:
@@ -257,6 +262,7 @@ class ConnectionPool:
                 result_timeout=opts.result_timeout,
                 input_handler=self._input_handler,
                 on_hint=self._on_hint,
+                tap=self.protocol.tap(server),
             ) as client:
                 task_status.started(client)
                 started = True

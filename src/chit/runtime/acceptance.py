@@ -28,3 +28,15 @@ def decide_acceptance(
     if after.acceptance.state is not state:
         raise Conflict(f"receipt {receipt.receipt_id}: the acceptance could not be recorded")
     return after
+
+
+def reopen_acceptance(writer: ReceiptWriter, receipt_id: str) -> Receipt:
+    """Take back a verdict: the outcome waits for a person's judgment again (undo).
+
+    Raises:
+        Conflict: the receipt is not terminal, or nobody has judged it.
+    """
+    receipt = writer.store.receipts.get_by_prefix(receipt_id)
+    if receipt.is_terminal and receipt.acceptance.state is AcceptanceState.PENDING:
+        raise Conflict(f"receipt {receipt.receipt_id} has no verdict to take back")
+    return decide_acceptance(writer, receipt.receipt_id, AcceptanceState.PENDING, None)

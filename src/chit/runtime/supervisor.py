@@ -40,7 +40,7 @@ from chit.reconcile import (
     SpecResolver,
 )
 from chit.runtime import owners
-from chit.runtime.acceptance import decide_acceptance
+from chit.runtime.acceptance import decide_acceptance, reopen_acceptance
 from chit.runtime.answers import Answers
 from chit.runtime.calls import Calls
 from chit.runtime.cancels import Cancels
@@ -305,6 +305,10 @@ class Supervisor:
     def reject(self, receipt_id: str, why: str) -> Receipt:
         """Record a person's rejection (``why`` is required)."""
         return decide_acceptance(self.writer, receipt_id, AcceptanceState.REJECTED, why)
+
+    def reopen(self, receipt_id: str) -> Receipt:
+        """Take back a verdict: the outcome waits for judgment again."""
+        return reopen_acceptance(self.writer, receipt_id)
 
     # --- reconciling and following -----------------------------------------------------
 

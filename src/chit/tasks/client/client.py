@@ -49,6 +49,7 @@ from chit.tasks.client.models import (
 )
 from chit.tasks.client.parse import parse_call_result
 from chit.tasks.client.spec import ServerSpec
+from chit.tasks.client.tap import Tap
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class TaskClient:
         on_hint: Called with a :class:`~chit.tasks.client.inputs.Hint` (the task id as a
             ``str``, plus the notified status) whenever a status notification arrives.
         declare_sampling: Also declare the sampling capability (routed like elicitation).
+        tap: Shown every JSON-RPC message sent and received (the protocol log).
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class TaskClient:
         input_handler: InputHandler | None = None,
         on_hint: HintCallback | None = None,
         declare_sampling: bool = False,
+        tap: Tap | None = None,
     ) -> None:
         if read_timeout <= 0 or result_timeout <= 0:
             raise ValueError("timeouts must be positive")
@@ -95,6 +98,7 @@ class TaskClient:
         self._input_handler = input_handler
         self._on_hint = on_hint
         self._declare_sampling = declare_sampling
+        self._tap = tap
         self._client: Client | None = None
         self._stack: AsyncExitStack | None = None
         self._router = InputRouter(input_handler)
@@ -119,6 +123,7 @@ class TaskClient:
                 router=self._router,
                 declare_sampling=self._declare_sampling,
                 on_notification=self._on_notification,
+                tap=self._tap,
             )
         except BaseException as exc:
             # Close without re-raising through the stack: the SDK's task groups would wrap

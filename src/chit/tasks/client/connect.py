@@ -15,6 +15,7 @@ from chit.tasks.client.errors import IncompatibleError
 from chit.tasks.client.extension import HintHandler, TasksClientExtension
 from chit.tasks.client.inputs import InputRouter
 from chit.tasks.client.spec import ServerSpec, open_target
+from chit.tasks.client.tap import Tap
 
 Mode = Literal["auto", "legacy", "2026"]
 
@@ -35,13 +36,14 @@ async def connect(
     router: InputRouter,
     declare_sampling: bool,
     on_notification: HintHandler,
+    tap: Tap | None = None,
 ) -> Client:
     """Open ``spec`` on ``stack`` and negotiate; the caller classifies and cleans up errors.
 
     Raises:
         IncompatibleError: ``mode`` is ``2026`` and the server negotiated an older version.
     """
-    target = await open_target(spec, stack)
+    target = await open_target(spec, stack, tap)
     client = Client(
         target,
         # "2026" negotiates like "auto" and is checked below: pinning the SDK to

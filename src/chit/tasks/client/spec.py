@@ -17,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chit.tasks.client.noise import StdoutNoise, counted_stdio
+from chit.tasks.client.tap import Tap, tapped
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,22 @@ ServerSpec = StdioServer | HttpServer | InProcessServer | TransportServer
 """Anything :class:`~chit.tasks.client.TaskClient` can connect to."""
 
 
-async def open_target(spec: ServerSpec, stack: AsyncExitStack) -> Any:
+async def open_target(spec: ServerSpec, stack: AsyncExitStack, tap: Tap | None = None) -> Any:
     """Return the object to hand to ``mcp.Client(server=...)`` for ``spec``.
 
     Resources that must outlive the call (the HTTP connection pool) are entered on
-    ``stack`` so they close with the client.
+    ``stack`` so they close with the client. With ``tap``, every message of a transport
+    (not of an in-process server, which has none) is shown to it.
     """
     if isinstance(spec, InProcessServer):
         return spec.server
+    transport = await _transport(spec, stack)
+    return tapped(transport, tap) if tap is not None else transport
+
+
+async def _transport(
+    spec: StdioServer | HttpServer | TransportServer, stack: AsyncExitStack
+) -> Any:
     if isinstance(spec, TransportServer):
         return spec.transport
     if isinstance(spec, StdioServer):
