@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,38 +19,37 @@ from chit.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from chit.engine import Engine
-    from chit.receipts import InputRequest, Receipt
-
-
-def _prompt_answer(request: InputRequest) -> dict[str, Any]:
-    # A flat form (MCP elicitation schemas are flat primitives): one prompt per field.
-    click.echo(f"{request.message or 'The server asks for input'}", err=True)
-    schema = request.requested_schema or {}
-    answer: dict[str, Any] = {}
-    required = set(schema.get("required") or [])
-    for name, prop in (schema.get("properties") or {}).items():
-        label = prop.get("title") or name
-        kind = prop.get("type")
-        if kind == "boolean":
-            answer[name] = click.confirm(label, err=True)
-        elif kind in ("integer", "number"):
-            answer[name] = click.prompt(label, type=int if kind == "integer" else float, err=True)
-        else:
-            value = click.prompt(label, default="" if name not in required else None, err=True)
-            if value != "" or name in required:
-                answer[name] = value
-    return answer
+    from chit.receipts import Receipt
 
 
 async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
-    """Follow ``receipt`` to its end, asking for input on a terminal (``--wait``)."""
+    """Follow ``receipt`` to its end, asking for input on a terminal (``--wait``).
+
+    A value that does not fit is asked again (the prompt), and so is an answer the
+    engine refuses; a request answered elsewhere meanwhile is simply followed on.
+    """
+    from chit.cli.forms import ask_on_terminal, terminal_say
+    from chit.errors import Conflict
+
     interactive = sys.stdin.isatty()
     while True:
         receipt = await engine.follow(receipt.receipt_id)
         if not receipt.pending_inputs or receipt.is_terminal or not interactive:
             return receipt
         request = receipt.pending_inputs[0]
-        receipt = await engine.answer(receipt.receipt_id, request.key, _prompt_answer(request))
+        try:
+            content = await ask_on_terminal(request)
+        except UsageError as exc:  # not a form chit can ask: the person answers otherwise
+            terminal_say(f"chit: {exc.message}")
+            return receipt
+        try:
+            receipt = await engine.answer(receipt.receipt_id, request.key, content)
+        except UsageError as exc:
+            terminal_say(f"chit: {exc.message} — asking again")
+            for detail in exc.details:
+                terminal_say(f"chit:   {detail}")
+        except Conflict as exc:
+            terminal_say(f"chit: {exc.message}")
 
 
 @click.command("call")
@@ -150,15 +149,39 @@ def answer(
     cancel_: bool,
     as_json: bool,
 ) -> None:
-    """Answer a pending input request of RECEIPT (validated against its schema)."""
-    if sum([answer_json is not None, decline, cancel_]) != 1:
+    """Answer a pending input request of RECEIPT (validated against its schema).
+
+    On a terminal, without --json, --decline or --cancel, the request's fields are asked
+    one by one (a value that does not fit is asked again).
+    """
+    given = sum([answer_json is not None, decline, cancel_])
+    if given > 1 or (given == 0 and not sys.stdin.isatty()):
         raise UsageError("give exactly one of --json '{…}', --decline or --cancel")
     content = json_object(answer_json, "--json") if answer_json is not None else None
 
     async def work(engine: Engine) -> Receipt:
+        if given == 0:
+            return await _answer_on_terminal(engine, receipt, key)
         return await engine.answer(receipt, key, content, decline=decline, cancel=cancel_)
 
     print_receipt(run_engine(ctx, work), as_json)
+
+
+async def _answer_on_terminal(engine: Engine, receipt_id: str, key: str | None) -> Receipt:
+    """Ask the pending request's fields on the terminal until the engine takes the answer."""
+    from chit.cli.forms import ask_on_terminal, terminal_say
+    from chit.runtime.answers import pending_request
+
+    while True:
+        receipt = await engine.receipt(receipt_id)
+        request = pending_request(receipt, key)
+        content = await ask_on_terminal(request)
+        try:
+            return await engine.answer(receipt.receipt_id, request.key, content)
+        except UsageError as exc:
+            terminal_say(f"chit: {exc.message} — asking again")
+            for detail in exc.details:
+                terminal_say(f"chit:   {detail}")
 
 
 @click.command("cancel")

@@ -197,6 +197,7 @@ def import_servers(ctx: click.Context, file: str, replace: bool, as_json: bool) 
 
 @click.command("tools")
 @click.argument("server")
+@click.argument("tool", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option(
     "--timeout",
@@ -206,11 +207,17 @@ def import_servers(ctx: click.Context, file: str, replace: bool, as_json: bool) 
     help="Seconds to wait for the server.",
 )
 @click.pass_context
-def tools(ctx: click.Context, server: str, as_json: bool, timeout: float) -> None:
-    """List SERVER's tools with their task support (required/optional/forbidden)."""
+def tools(ctx: click.Context, server: str, tool: str | None, as_json: bool, timeout: float) -> None:
+    """List SERVER's tools with their task support (required/optional/forbidden).
+
+    With TOOL: that tool's description, task support and arguments (its input schema).
+    """
     from chit.servers.tools import list_tools
 
     listing = list_tools(_registry(ctx).resolve(server), timeout=timeout)
+    if tool is not None:
+        _one_tool(listing, tool, as_json)
+        return
     if as_json:
         click.echo(json.dumps(listing.to_json(), indent=2))
         return
@@ -229,6 +236,28 @@ def tools(ctx: click.Context, server: str, as_json: bool, timeout: float) -> Non
         about = (t.title or t.description or "").strip().splitlines()
         rows.append([t.name, t.task_support, about[0][:70] if about else ""])
     _table(rows)
+
+
+def _one_tool(listing: Any, name: str, as_json: bool) -> None:
+    """Print one tool of ``listing`` (exit 3 naming the others when it has no such tool)."""
+    from dataclasses import asdict
+
+    from chit.cli.schema_text import plain, tool_lines
+    from chit.errors import NotFound
+
+    found = next((t for t in listing.tools if t.name == name), None)
+    if found is None:
+        names = [plain(t.name, 60) for t in listing.tools]
+        shown = ", ".join(names[:40]) + (" …" if len(names) > 40 else "")
+        raise NotFound(
+            f"server {listing.server!r} has no tool {plain(name, 60)!r}; "
+            + (f"its tools: {shown}" if names else "it lists no tools")
+        )
+    if as_json:
+        click.echo(json.dumps({"server": listing.server, **asdict(found)}, indent=2))
+        return
+    for line in tool_lines(listing.server, found):
+        click.echo(line)
 
 
 COMMANDS: list[click.Command] = [servers, tools]

@@ -133,6 +133,7 @@ def repeated(obs: Observation) -> str:
 
 def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime) -> list[str]:
     """Human-readable lines for ``chit show``: the nine elements and the timeline."""
+    from chit.cli.forms import request_lines
     from chit.receipts.decisions import next_safe_decision
     from chit.receipts.queries import freshness
 
@@ -161,6 +162,9 @@ def receipt_detail(receipt: Receipt, timeline: list[Observation], now: datetime)
         lines.append(
             f"input        [{req.answer_status.value}] {p(req.key)}: {p(req.message or '')}"
         )
+        if req.is_pending and not r.is_terminal:
+            # What answering takes: each field's type, options with their titles, defaults.
+            lines += request_lines(req, indent=" " * 13)[1:]
     c = r.cancel
     cancel = c.posture.value
     if c.requested_at:

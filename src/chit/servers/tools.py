@@ -8,7 +8,7 @@ and its failures onto chit's exit codes: cannot connect or no answer in time →
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, TextIO
 
 from chit.errors import ChitError, ExitCode
@@ -31,12 +31,13 @@ class ServerProtocolError(ChitError):
 
 @dataclass(frozen=True)
 class ToolRow:
-    """One tool and what the task protocol lets chit do with it."""
+    """One tool, what the task protocol lets chit do with it, and its input schema."""
 
     name: str
     title: str | None
     description: str | None
     task_support: str
+    input_schema: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,10 @@ async def list_tools_async(
         generation=summary.generation,
         extension_declared=(summary.generation == wire.PROTOCOL_2026) if modern else None,
         tasks_detail=summary.tasks_detail,
-        tools=[ToolRow(t.name, t.title, t.description, t.task_support) for t in tools],
+        tools=[
+            ToolRow(t.name, t.title, t.description, t.task_support, dict(t.input_schema))
+            for t in tools
+        ],
     )
 
 

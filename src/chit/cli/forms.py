@@ -1,0 +1,227 @@
+"""Pending input requests on a terminal: how ``chit show`` lists them, how the prompt asks.
+
+Both work on plain data — an :class:`~chit.receipts.InputRequest` and the
+:class:`~chit.receipts.forms.Form` built from its schema — so they serve the in-process
+engine and the daemon's clients alike. Everything a server wrote (messages, titles,
+option names) is made printable before it reaches the terminal.
+
+The prompt asks field by field and never gives up on a typo: a value that does not fit
+(``coerce`` says why) is said in one line and asked again; an empty answer takes the
+default (or leaves an optional field out). Only a request chit cannot build a form for is
+refused, with what to do instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from chit.errors import UsageError
+from chit.receipts import InputKind, InputRequest
+from chit.receipts.answers import validate_answer
+from chit.receipts.forms import Field, Form, FormInputError, coerce, form_from_schema, to_text
+
+Ask = Callable[[str, str | None], str]
+"""``ask(label, default_text)`` → what the person typed (the default when they typed nothing)."""
+
+Say = Callable[[str], None]
+"""Show one line to the person (stderr: stdout carries data only)."""
+
+MAX_OPTIONS = 20
+"""Options listed per field (then "… and N more")."""
+
+_KIND_NAMES = {
+    "string": "text",
+    "email": "email address",
+    "uri": "URL",
+    "date": "date, YYYY-MM-DD",
+    "datetime": "date-time, ISO 8601",
+    "number": "number",
+    "integer": "whole number",
+    "boolean": "yes/no",
+    "enum": "one of",
+    "multi_enum": "any of, comma-separated",
+}
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """Server text as one printable line, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    shown = "".join(c if c.isprintable() else "?" for c in flat)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def request_lines(request: InputRequest, indent: str = "  ") -> list[str]:
+    """What a person needs to answer ``request``: its message and every field.
+
+    Each field line names the field, its type (required or not), its bounds and default;
+    options follow one per line as ``value — title``.
+    """
+    lines = [f"{indent}{printable(request.message or 'the server asks for input')}"]
+    if request.kind is InputKind.URL or request.url:
+        lines.append(f"{indent}visit: {printable(request.url or '?', 500)}")
+        return lines
+    if request.kind is not InputKind.ELICITATION:
+        lines.append(f"{indent}({request.kind.value} request: answer with chit answer --json)")
+        return lines
+    form = form_from_schema(request.requested_schema or {})
+    for field in form.fields:
+        lines += field_lines(field, indent)
+    lines += [f"{indent}note: {printable(note)}" for note in form.unsupported]
+    return lines
+
+
+def field_lines(field: Field, indent: str = "  ") -> list[str]:
+    """One line for ``field`` (name, type, required, bounds, default), then its options."""
+    about = [_KIND_NAMES[field.kind], "required" if field.required else "optional"]
+    about += _bounds(field)
+    head = f"{indent}- {printable(field.name, 60)} ({', '.join(about)})"
+    title = field.title if field.title != field.name else None
+    text = " — ".join(printable(t, 120) for t in (title, field.description) if t)
+    if text:
+        head += f": {text}"
+    if field.default is not None:
+        head += f" [default: {printable(to_text(field, field.default), 60)}]"
+    lines = [head]
+    for option in field.options[:MAX_OPTIONS]:
+        value, title = printable(option.value, 60), printable(option.title, 80)
+        lines.append(f"{indent}    {value}" + (f" — {title}" if title != value else ""))
+    if len(field.options) > MAX_OPTIONS:
+        lines.append(f"{indent}    … and {len(field.options) - MAX_OPTIONS} more")
+    return lines
+
+
+def _bounds(field: Field) -> list[str]:
+    out = []
+    if field.minimum is not None or field.maximum is not None:
+        low = "" if field.minimum is None else _num(field.minimum)
+        high = "" if field.maximum is None else _num(field.maximum)
+        out.append(f"{low}..{high}")
+    if field.min_length is not None or field.max_length is not None:
+        out.append(f"{field.min_length or 0}..{field.max_length or ''} characters")
+    if field.min_items is not None or field.max_items is not None:
+        out.append(f"choose {field.min_items or 0}..{field.max_items or ''}")
+    return out
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def prompt_answer(request: InputRequest, ask: Ask, say: Say) -> dict[str, Any]:
+    """Ask for ``request``'s fields one by one; return the answer's ``content``.
+
+    A value that does not fit its field is explained and asked again; the answer returned
+    always passes ``validate_answer``.
+
+    Raises:
+        UsageError: the request cannot be answered with a form here (a URL, sampling or
+            roots request, or a required field chit cannot build): the message says how.
+    """
+    for line in request_lines(request, indent=""):
+        say(line)
+    if request.kind is not InputKind.ELICITATION or request.url:
+        raise UsageError(
+            "this request is not a form: answer it with chit answer RECEIPT --json '{…}'"
+            " (or --decline / --cancel)"
+        )
+    schema = request.requested_schema or {}
+    form = form_from_schema(schema)
+    _refuse_unanswerable(form)
+    answer: dict[str, Any] = {}
+    for field in form.fields:
+        value = _ask_field(field, ask, say)
+        if value is not None:
+            answer[field.name] = value
+    problems = validate_answer(schema, answer)
+    if problems:  # only what no field could ask for: say it, and how to answer instead
+        raise UsageError(
+            "the answer cannot be completed here: "
+            + "; ".join(problems[:3])
+            + " — answer with chit answer RECEIPT --json '{…}'"
+        )
+    return answer
+
+
+def _refuse_unanswerable(form: Form) -> None:
+    missing = [note for note in form.unsupported if note.endswith("(required)")]
+    if missing:
+        raise UsageError(
+            f"this form needs a field chit cannot ask for ({printable(missing[0], 120)}):"
+            " answer with chit answer RECEIPT --json '{…}'"
+        )
+
+
+def _ask_field(field: Field, ask: Ask, say: Say) -> Any:
+    label = printable(field.title, 80)
+    if field.options and field.kind == "multi_enum":
+        label += " (comma-separated)"
+    default = to_text(field, field.default) if field.default is not None else None
+    while True:
+        typed = ask(label, default)
+        try:
+            value = coerce(field, typed)
+        except FormInputError as exc:
+            say(f"{printable(str(exc))} — try again")
+            continue
+        if value is None and field.default is not None:
+            return field.default if not isinstance(field.default, tuple) else list(field.default)
+        return value
+
+
+# --- on a real terminal ---------------------------------------------------------------
+
+
+def terminal_ask(label: str, default: str | None) -> str:
+    """``click.prompt`` on stderr; Ctrl-C / end of input become ``KeyboardInterrupt``."""
+    import click
+
+    try:
+        typed: str = click.prompt(
+            label, default=default or "", show_default=bool(default), err=True
+        )
+    except click.exceptions.Abort:
+        raise KeyboardInterrupt from None  # the command detaches, as Ctrl-C elsewhere
+    return typed
+
+
+def terminal_say(line: str) -> None:
+    """One line on stderr."""
+    import click
+
+    click.echo(line, err=True)
+
+
+async def ask_on_terminal(request: InputRequest) -> dict[str, Any]:
+    """:func:`prompt_answer` on the terminal, off the event loop.
+
+    The prompt blocks on the person; the engine (the lease heartbeat, a 2025 watcher
+    holding the prompt open) must keep running meanwhile, so the questions are asked in
+    a daemon thread — one Ctrl-C abandons it without keeping the process alive.
+    """
+    import contextlib
+    import threading
+
+    import anyio
+    import anyio.from_thread
+    import anyio.lowlevel
+
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = prompt_answer(request, terminal_ask, terminal_say)
+        except BaseException as exc:
+            outcome["error"] = exc
+        # RuntimeError: the loop is gone (the command ended) — nobody waits any more.
+        with contextlib.suppress(RuntimeError):
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="chit prompt", daemon=True).start()
+    await done.wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    value: dict[str, Any] = outcome["value"]
+    return value
