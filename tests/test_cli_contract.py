@@ -246,3 +246,37 @@ def test_the_checks_hold_through_the_daemon(tmp_path: Path, demo: tuple[str, Pat
         ran = daemon_chit("call", "dem", "greet", env=env)
         error_lines(Ran(ran.code, ran.out, ran.err), ExitCode.NOT_FOUND)
         nothing_recorded({**env, "CHIT_NO_DAEMON": "1"})
+
+
+# --- 130: Ctrl-C is not a bug ---------------------------------------------------------------
+
+
+def test_ctrl_c_in_a_command_exits_130_not_1(env: dict[str, str], tmp_path: Path) -> None:
+    import signal
+
+    from chit.tasks.client import StdioServer
+
+    started = tmp_path / "mute-started"
+    mute = StdioServer(  # starts, says so, and never answers initialize
+        sys.executable,
+        ["-c", f"import time; open({str(started)!r}, 'w').close(); time.sleep(120)"],
+    )
+    write_config(Path(env["CHIT_HOME"]), {"mute": mute})
+    proc = subprocess.Popen(
+        [*CHIT, "tools", "mute", "--timeout", "120"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():  # the server process (another program) is up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == int(ExitCode.DETACHED), err
+    assert err.strip().splitlines() == ["chit: interrupted"]

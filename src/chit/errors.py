@@ -30,7 +30,7 @@ class ExitCode(IntEnum):
     INPUT_REQUIRED = 13  # the task needs an answer and there is no terminal to ask on
     EXPIRED_OR_LOST = 14  # the task expired or vanished from the server
     REJECTED = 15  # completed, but the acceptance check rejected the result
-    DETACHED = 130  # Ctrl-C while following: this command stopped, the task goes on
+    DETACHED = 130  # Ctrl-C: this command stopped (while following: the task goes on)
 
 
 class ChitError(Exception):

@@ -60,8 +60,8 @@ class ChitGroup(click.Group):
             fail(usage_line(exc), ExitCode.USAGE)
         except click.ClickException as exc:  # e.g. a click.File that cannot be opened
             fail(exc.format_message(), ExitCode.USAGE)
-        except click.exceptions.Abort:
-            fail("aborted", ExitCode.INTERNAL)
+        except click.exceptions.Abort:  # Ctrl-C (or end of input) at a click prompt
+            fail("interrupted", ExitCode.DETACHED)
         # Commands return None; an int is click's own exit code (--help, --version).
         sys.exit(code if isinstance(code, int) else int(ExitCode.OK))
 
@@ -76,7 +76,8 @@ class ChitGroup(click.Group):
         except sqlite3.OperationalError as exc:
             fail(f"store error: {exc}", ExitCode.STORE)
         except KeyboardInterrupt:
-            fail("interrupted", ExitCode.INTERNAL)
+            # Ctrl-C is the person's choice, not a bug (1): 130, as shells report SIGINT.
+            fail("interrupted", ExitCode.DETACHED)
         except BrokenPipeError:
             # The reader went away (``chit receipts | head``): not an error. Point stdout
             # at /dev/null so the interpreter's final flush does not fail again.
