@@ -36,7 +36,8 @@ from chit.sidecar.executor import Executor
 from chit.sidecar.owner import StaticOwnerResolver
 from chit.store import Store
 from chit.tasks.client import InProcessServer
-from chit.tui.view import load_detail, load_record, load_snapshot, parse_filter
+from chit.tui import loader
+from chit.tui.view import load_detail, load_record
 from tests.engine_support import fast_options, supervisor
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -53,6 +54,8 @@ ALLOWED_SCANS: dict[str, str] = {
     "SELECT state, count(*) FROM intents GROUP BY state": "whole-table statistics",
     "GROUP BY failure_class": "whole-table statistics",
     "SELECT min(created_at) FROM intents": "whole-table statistics",
+    # The TUI reads every receipt's index entry once when it starts (chit.tui.loader).
+    "expires_at, version, status_at FROM receipts": "the TUI's in-memory index, at start",
     # `chit doctor` and the TUI's start count the sealed handles once (chit.runtime.keys).
     "WHERE handle_blob IS NOT NULL": "a one-off count for the key diagnosis",
     # Tiny tables with a handful of rows (tokens; migrations bookkeeping).
@@ -166,13 +169,21 @@ def _cli(home: Path, receipt_id: str) -> None:
 def _tui(home: Home, receipt_id: str) -> None:
     with Store.open(home) as store:
         now = store.receipts.require(receipt_id).status_at
-        for text in ("", "state:completed", "state:completed state:failed", "server:demo x", "b"):
-            load_snapshot(store, parse_filter(text), now, pages=2)
+        _index, newest = loader.read_index(store)
+        marks = loader.read_marks(store)
+        assert marks.status_at == newest
+        loader.changed_since(store, None)
+        loader.changed_since(store, marks.status_at)
+        loader.read_receipts(store, [receipt_id])
+        loader.read_records(store, ["wr-1"])
+        loader.read_open_records(store)
         load_detail(store, receipt_id, now)
         load_record(store, "wr-1")
         store.receipts.due(now)
         store.receipts.non_terminal()
         store.receipts.list(state=LifecycleState.COMPLETED, after=None, limit=1)
+        store.receipts.list(text="b")
+        store.receipts.list(server="demo", text="x")
 
 
 def _sidecar(home: Home) -> None:

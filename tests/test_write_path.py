@@ -21,6 +21,7 @@ import pytest
 import sqlite_utils
 from pydantic import BaseModel
 
+from chit import clock
 from chit.clock import ManualClock
 from chit.home import Home
 from chit.receipts import LifecycleState, Receipt, RetrievalCondition
@@ -210,6 +211,16 @@ def test_merged_state_ranges_list_like_one_index(store: Store) -> None:
         made, lambda r: r.state in live and r.server == "srv1"
     )
     assert _pages(store, 50, state=[]) == _expected(made, lambda r: True)  # no state = all
+    # The TUI's marks: the newest status time, and what was observed since one.
+    ordered = sorted(made, key=lambda r: (r.status_at, r.receipt_id))
+    assert store.receipts.newest_status_at() == clock.iso(ordered[-1].status_at)
+    assert [r.receipt_id for r in store.receipts.observed_since(None, 30)] == [
+        r.receipt_id for r in ordered[:30]
+    ]
+    cut = ordered[200].status_at
+    assert [r.receipt_id for r in store.receipts.observed_since(clock.iso(cut), 1000)] == [
+        r.receipt_id for r in ordered if r.status_at >= cut
+    ]
 
 
 # ---------------------------------------------------------------- reconciler ranges

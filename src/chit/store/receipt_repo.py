@@ -448,6 +448,42 @@ class ReceiptRepository:
         cursor = encode_cursor(rows[-1]["status_at"], rows[-1]["receipt_id"]) if more else None
         return Page(items=_parse(rows), next_cursor=cursor)
 
+    def newest_status_at(self) -> str | None:
+        """The newest ``status_at`` of any receipt (ISO), None on an empty store.
+
+        One index seek per state (``receipts_by_state`` is ordered by status time within
+        each state), not a scan of every receipt.
+        """
+        arms = " UNION ALL ".join(
+            "SELECT max(status_at) AS newest FROM receipts WHERE state = ?" for _ in _ALL_STATES
+        )
+        row = fetch_one(self._db, f"SELECT max(newest) FROM ({arms})", _ALL_STATES)
+        return str(row[0]) if row is not None and row[0] is not None else None
+
+    def observed_since(self, status_at: str | None, limit: int = 500) -> builtins.list[Receipt]:
+        """Receipts observed at or after ``status_at`` (all when None), oldest first.
+
+        Like :meth:`list` in the other direction: one short ascending range per state of
+        ``receipts_by_state``, merged.
+        """
+        since = "" if status_at is None else " AND status_at >= ?"
+        arm = (
+            f"SELECT status_at, receipt_id FROM receipts WHERE state = ?{since}"
+            " ORDER BY status_at, receipt_id LIMIT ?"
+        )
+        arms = " UNION ALL ".join(f"SELECT * FROM ({arm})" for _ in _ALL_STATES)
+        args: builtins.list[Any] = []
+        for value in _ALL_STATES:
+            args.extend([value, status_at, limit] if status_at is not None else [value, limit])
+        rows = fetch_all(
+            self._db,
+            "SELECT doc FROM receipts WHERE receipt_id IN (SELECT receipt_id FROM"
+            f" ({arms}) ORDER BY status_at, receipt_id LIMIT ?)"
+            " ORDER BY status_at, receipt_id",
+            [*args, limit],
+        )
+        return _parse(rows)
+
     def counts_by_state(self) -> dict[LifecycleState, int]:
         """Return how many receipts are in each lifecycle state (all states present)."""
         counts = dict.fromkeys(LifecycleState, 0)

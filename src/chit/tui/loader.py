@@ -83,9 +83,8 @@ def read_open_records(store: Store) -> tuple[WorkRecord, ...]:
 
 def read_marks(store: Store) -> Marks:
     """The newest ``status_at`` and work-record change (two index look-ups)."""
-    status = fetch_one(store.db, "SELECT max(status_at) FROM receipts")
     work = fetch_one(store.db, "SELECT max(updated_at) FROM work_records")
-    return Marks(status[0] if status else None, work[0] if work else None)
+    return Marks(store.receipts.newest_status_at(), work[0] if work else None)
 
 
 def changed_since(store: Store, status_at: str | None, limit: int = 500) -> list[Receipt]:
@@ -94,15 +93,7 @@ def changed_since(store: Store, status_at: str | None, limit: int = 500) -> list
     ``>=``, not ``>``: two writes in one millisecond share a ``status_at``, and a page
     that ends between them must not lose the second (versions drop the repeats).
     """
-    if status_at is None:
-        rows = fetch_all(store.db, "SELECT doc FROM receipts ORDER BY status_at LIMIT ?", [limit])
-    else:
-        rows = fetch_all(
-            store.db,
-            "SELECT doc FROM receipts WHERE status_at >= ? ORDER BY status_at LIMIT ?",
-            [status_at, limit],
-        )
-    return [Receipt.model_validate_json(row[0]) for row in rows]
+    return store.receipts.observed_since(status_at, limit)
 
 
 def questions(store: Store, decisions: Sequence[Any]) -> tuple[Question, ...]:
