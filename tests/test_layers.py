@@ -50,8 +50,22 @@ ALLOWED: dict[str, set[str]] = {
         "demo",
         "runtime",
     },
+    # chit proxy: the MCP server hosts launch in place of a server; its engine side too.
+    "proxy": {
+        "receipts",
+        "store",
+        "vault",
+        "tasks",
+        "servers",
+        "reconcile",
+        "sidecar",
+        "demo",
+        "runtime",
+        "engine",
+    },
     # The daemon process: the control socket's server side and the daemon's life.
     "daemon": {
+        "proxy",
         "receipts",
         "store",
         "vault",
@@ -87,6 +101,7 @@ ALLOWED: dict[str, set[str]] = {
         "runtime",
         "engine",
         "daemon",
+        "proxy",
         "tui",
     },
 }

@@ -9,6 +9,7 @@ simply dropped. Subscriptions belong to their connection and end with it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -34,7 +35,12 @@ Handler = Callable[[Any, "Connection"], Awaitable[Any]]
 
 
 class Connection:
-    """One client: its stream, its subscriptions, and a lock that keeps frames whole."""
+    """One client: its stream, its subscriptions, and a lock that keeps frames whole.
+
+    The socket is symmetric: the daemon may also send the client requests
+    (:meth:`request`, ids ``d1``, ``d2``, … so they never meet the client's own), used
+    by ``chit proxy`` to ask a host what the server asks.
+    """
 
     def __init__(self, stream: SocketStream, tg: TaskGroup, number: int) -> None:
         self.stream = stream
@@ -46,6 +52,49 @@ class Connection:
         self.subscriptions: dict[str, anyio.CancelScope] = {}
         self._lock = anyio.Lock()
         self.closed = False
+        self.on_close: list[Callable[[], None]] = []
+        self._requests = itertools.count(1)
+        self._replies: dict[str, tuple[anyio.Event, list[rpc.Frame]]] = {}
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> rpc.Frame:
+        """Send the client a request; its response frame.
+
+        Raises:
+            TimeoutError: no answer within ``timeout``.
+            anyio.BrokenResourceError: the client went away first.
+        """
+        request_id = f"d{next(self._requests)}"
+        done: tuple[anyio.Event, list[rpc.Frame]] = (anyio.Event(), [])
+        self._replies[request_id] = done
+        try:
+            await self.send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
+            with anyio.fail_after(timeout):
+                await done[0].wait()
+        finally:
+            self._replies.pop(request_id, None)
+        if not done[1]:
+            raise anyio.BrokenResourceError("the client went away")
+        return done[1][0]
+
+    def resolve(self, frame: rpc.Frame) -> None:
+        """A response of the client to one of the daemon's requests."""
+        waiting = self._replies.get(str(frame.id))
+        if waiting is not None:
+            waiting[1].append(frame)
+            waiting[0].set()
+
+    def close(self) -> None:
+        """The connection ended: wake the daemon's waiting requests, run the close hooks."""
+        self.closed = True
+        for event, _ in self._replies.values():
+            event.set()
+        for hook in self.on_close:
+            try:
+                hook()
+            except Exception:
+                log.exception("a close hook of client %d failed", self.number)
 
     async def send(self, frame: dict[str, Any]) -> None:
         """Write one frame (dropped when the client is gone)."""
@@ -98,6 +147,10 @@ class ControlServer:
             "daemon.stop": self._daemon_stop,
         }
 
+    def extend(self, handlers: dict[str, Handler]) -> None:
+        """Serve more methods (their models are in ``rpc.METHODS``; ``chit proxy``'s)."""
+        self._handlers.update(handlers)
+
     async def serve(self, listener: SocketListener) -> None:
         """Accept connections until cancelled."""
         async with listener:
@@ -121,7 +174,10 @@ class ControlServer:
             try:
                 async with anyio.create_task_group() as tg:
                     conn = Connection(stream, tg, self._numbers)
-                    await self._read(conn)
+                    try:
+                        await self._read(conn)
+                    finally:
+                        conn.close()
                     tg.cancel_scope.cancel()
             finally:
                 self.clients -= 1
@@ -150,8 +206,11 @@ class ControlServer:
             except ValueError as exc:
                 await conn.send(rpc.error(None, rpc.PARSE_ERROR, str(exc)[:200]))
                 continue
+            if frame.method is None and frame.id is not None:
+                conn.resolve(frame)  # the client's answer to a request of the daemon
+                continue
             if frame.method is None or frame.id is None:
-                continue  # a response or a notification: nothing the daemon expects
+                continue  # a notification: nothing the daemon expects
             if not conn.greeted:
                 if frame.method != "hello":
                     await conn.send(rpc.error(frame.id, rpc.HELLO_REQUIRED, "say hello first"))

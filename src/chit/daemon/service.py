@@ -28,6 +28,7 @@ from typing import TextIO
 import anyio
 
 from chit import __version__, clock
+from chit.daemon import proxy_methods
 from chit.daemon.server import ControlServer
 from chit.engine import rpc
 from chit.engine.local import LocalEngine
@@ -133,6 +134,7 @@ async def _serve(home: Home, paths: DaemonPaths, options: SupervisorOptions) -> 
         try:
             async with anyio.create_task_group() as actions:
                 server = ControlServer(engine, hello, status, stop, actions)
+                proxy_methods.install(server, engine)
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(server.serve, listener)
                     tg.start_soon(_signals, stop)

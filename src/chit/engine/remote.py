@@ -133,6 +133,8 @@ class RemoteEngine:
                     waiter = self._waiting.pop(frame.id)
                     waiter.frame = frame
                     waiter.done.set()
+                elif frame.method is not None:
+                    self._from_daemon(frame)
         except anyio.DelimiterNotFound:
             why = "chit's daemon sent a frame over the size limit"
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
@@ -144,6 +146,25 @@ class RemoteEngine:
             self._waiting.clear()
             for sub in self._subscriptions.values():
                 sub.send.close()
+
+    def _from_daemon(self, frame: rpc.Frame) -> None:
+        """A request or notification of the daemon other than an event (none here).
+
+        ``chit proxy``'s client overrides it: the daemon asks it what a server asks
+        its host. Must not block the reader (start a task in ``self._tg``).
+        """
+        if frame.id is not None:
+            self._tg.start_soon(
+                self._send_frame, rpc.error(frame.id, rpc.METHOD_NOT_FOUND, "not served here")
+            )
+
+    async def _send_frame(self, frame: dict[str, Any]) -> None:
+        """Send one frame to the daemon (dropped when the connection is gone)."""
+        try:
+            async with self._send_lock:
+                await self._stream.send(rpc.encode(frame))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
 
     def _deliver(self, frame: rpc.Frame) -> None:
         try:

@@ -9,6 +9,7 @@ from chit.receipts.events import (
     AcceptanceDecided,
     CancelAcknowledged,
     CancelUnsupported,
+    HostLeft,
     InputAnswered,
     InputRequested,
     RetrievalFailed,
@@ -199,3 +200,13 @@ def acceptance_rule(r: Receipt, ev: AcceptanceDecided, now: datetime) -> Step:
     )
     new = r.model_copy(update={"acceptance": acceptance})
     return Step(new, K.ACCEPTANCE, r.state, f"{ev.state} by {ev.decided_by}: {ev.why or ''}")
+
+
+def host_left_rule(r: Receipt, ev: HostLeft, now: datetime) -> Step:
+    """The host that started the task stopped waiting: noted once, the task runs on."""
+    if r.host is None or r.host.left_at is not None:
+        return Step(r, K.HOST, r.state, f"host stopped waiting ({ev.why})", rejected=True)
+    host = r.host.model_copy(update={"left_at": now, "left_why": bound_text(ev.why)})
+    ended = "" if r.is_terminal else "; the task runs on"
+    message = f"{r.host.label} stopped waiting ({ev.why}){ended}"
+    return Step(r.model_copy(update={"host": host}), K.HOST, r.state, message)

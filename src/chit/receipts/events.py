@@ -27,6 +27,7 @@ __all__ = [
     "CancelRequested",
     "CancelUnsupported",
     "Event",
+    "HostLeft",
     "InputAnswered",
     "InputRequestSeen",
     "InputRequested",
@@ -171,6 +172,18 @@ class AcceptanceDecided:
     source: ObservationSource = field(default=ObservationSource.USER)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostLeft:
+    """The agent host that started the task through ``chit proxy`` stopped waiting for it.
+
+    ``why``: it cancelled its request, timed out, or went away. The task is not
+    cancelled by this: it runs on, and its receipt keeps it.
+    """
+
+    why: str
+    source: ObservationSource = ObservationSource.USER
+
+
 Event = (
     StatusObserved
     | ResultObserved
@@ -182,5 +195,6 @@ Event = (
     | InputRequested
     | InputAnswered
     | AcceptanceDecided
+    | HostLeft
 )
 """Every event ``transitions.apply`` understands."""

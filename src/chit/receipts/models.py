@@ -32,6 +32,7 @@ __all__ = [
     "Acceptance",
     "CancelInfo",
     "HandleRef",
+    "HostInfo",
     "InputRequest",
     "Intent",
     "Message",
@@ -152,6 +153,22 @@ class Acceptance(_Model):
     decided_by: str | None = None  # "user", "agent", "chit:auto", …
 
 
+class HostInfo(_Model):
+    """The agent host that started a task through ``chit proxy`` (its ``clientInfo``)."""
+
+    name: Message = None
+    version: Message = None
+    protocol: str | None = None  # the protocol version the host negotiated with the proxy
+    left_at: AwareDatetime | None = None  # when it stopped waiting for the task
+    left_why: Message = None  # why: it cancelled, timed out or went away
+
+    @property
+    def label(self) -> str:
+        """``name version`` for listings (``unknown host`` when it said nothing)."""
+        text = " ".join(p for p in (self.name, self.version) if p)
+        return text or "unknown host"
+
+
 class HandleRef(_Model):
     """A reference to the sealed task handle; the ciphertext itself lives only in the store."""
 
@@ -170,6 +187,7 @@ class Receipt(_Model):
     receipt_id: str
     work_ref: str | None = None
     server: str
+    host: HostInfo | None = None  # the agent host that started it through chit proxy
     # operation purpose
     tool: str
     purpose: str | None = None

@@ -119,6 +119,7 @@ class ObservationKind(StrEnum):
     INPUT_ANSWERED = "input_answered"
     ACCEPTANCE = "acceptance"
     OUT_OF_ORDER = "out_of_order"
+    HOST = "host"  # the agent host that started the task through chit proxy stopped waiting
 
 
 class TaskProtocol(StrEnum):

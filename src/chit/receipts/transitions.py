@@ -33,6 +33,7 @@ from chit.receipts.events import (
     CancelRequested,
     CancelUnsupported,
     Event,
+    HostLeft,
     InputAnswered,
     InputRequested,
     ResultObserved,
@@ -54,6 +55,7 @@ from chit.receipts._side_rules import (
     cancel_acknowledged_rule,
     cancel_requested_rule,
     cancel_unsupported_rule,
+    host_left_rule,
     input_answered_rule,
     input_requested_rule,
     retrieval_failed_rule,
@@ -177,4 +179,6 @@ def _dispatch(r: Receipt, event: Event, now: datetime) -> Step:
             return input_answered_rule(r, event, now)
         case AcceptanceDecided():
             return acceptance_rule(r, event, now)
+        case HostLeft():
+            return host_left_rule(r, event, now)
     raise TypeError(f"unknown event {event!r}")  # pragma: no cover - exhaustive match

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import anyio
@@ -37,6 +38,12 @@ log = logging.getLogger("chit.reconcile")
 
 SpecResolver = Callable[[str], ServerSpec]
 """Server name → how to reach it (raises ``NotFound``/``UsageError`` for bad names)."""
+
+ServerInput = Callable[[str, str | None, Any], Awaitable[Any]]
+"""(server, related task id or None, InputRequest) → InputResponse | ErrorData."""
+
+ServerMessage = Callable[[str, Any], Awaitable[None]]
+"""(server, notification model): a server's notification other than task status."""
 
 RECONNECT_FLOOR_S = 0.5
 RECONNECT_CEILING_S = 30.0
@@ -106,14 +113,23 @@ class ConnectionPool:
         on_hint: HintCallback | None = None,
         input_handler: InputHandler | None = None,
         clock: Clock | None = None,
+        server_input: ServerInput | None = None,
+        on_message: ServerMessage | None = None,
     ) -> None:
-        """Create an empty pool; connections open on first use; backoff runs on ``clock``."""
+        """Create an empty pool; connections open on first use; backoff runs on ``clock``.
+
+        ``server_input`` (which wins over ``input_handler``) and ``on_message`` are told
+        which server the request or notification came from: ``chit proxy`` routes them
+        to the host that owns the call.
+        """
         self.clock = clock or current_clock()
         self._resolve = resolve
         self._tg = tg
         self.options = options
         self._on_hint = on_hint if options.notifications else None
         self._input_handler = input_handler
+        self._server_input = server_input
+        self._on_message = on_message
         self._conns: dict[str, _Conn] = {}
         self._rng = random.Random()
         self.protocol = ProtocolLog()
@@ -254,15 +270,20 @@ class ConnectionPool:
     ) -> None:
         opts = self.options
         started = False
+        handler = self._input_handler
+        if self._server_input is not None:
+            handler = partial(self._server_input, server)
+        on_message = partial(self._on_message, server) if self._on_message is not None else None
         try:
             async with TaskClient(
                 spec,
                 mode=opts.mode,
                 read_timeout=opts.read_timeout,
                 result_timeout=opts.result_timeout,
-                input_handler=self._input_handler,
+                input_handler=handler,
                 on_hint=self._on_hint,
                 tap=self.protocol.tap(server),
+                on_message=on_message,
             ) as client:
                 task_status.started(client)
                 started = True

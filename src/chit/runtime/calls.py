@@ -15,6 +15,7 @@ from chit.clock import Clock, current_clock
 from chit.errors import NotFound, UsageError
 from chit.receipts import (
     HandleRef,
+    HostInfo,
     Intent,
     IntentState,
     Observation,
@@ -192,10 +193,24 @@ class Calls:
             raise typed_error(exc, "the server refused the call") from exc
         finally:
             self.sending.discard(key)
+        return self.record_started(intent, started, accept_if=accept_if)
+
+    def record_started(
+        self,
+        intent: Intent,
+        started: TaskHandle | SyncResult,
+        *,
+        accept_if: str | None = None,
+        host: HostInfo | None = None,
+    ) -> Receipt:
+        """Record what the server answered to a sent intent: a task or a synchronous result.
+
+        ``host`` names the agent host that started the call through ``chit proxy``.
+        """
         now = self.clock.now()
         rid = new_receipt_id(now)
         if isinstance(started, TaskHandle):
-            return self._record_task(intent, started, rid, accept_if)
+            return self._record_task(intent, started, rid, accept_if, host)
         assert isinstance(started, SyncResult)
         digest_key = self.handles.vault.digest_key()
         result = result_event(started.result, None, digest_key=digest_key)
@@ -208,14 +223,20 @@ class Calls:
             acceptance_check=accept_if,
             acceptance_required=accept_if is not None,
         )
-        receipt = self._record(intent, tr.receipt, tr.observation, None, None)
+        first = tr.receipt if host is None else tr.receipt.model_copy(update={"host": host})
+        receipt = self._record(intent, first, tr.observation, None, None)
         verdict = acceptance_event(receipt, result_json(started.result))
         if verdict is not None and receipt.receipt_id == rid:
             receipt = self.writer.apply(rid, [verdict])
         return receipt
 
     def _record_task(
-        self, intent: Intent, handle: TaskHandle, rid: str, accept_if: str | None
+        self,
+        intent: Intent,
+        handle: TaskHandle,
+        rid: str,
+        accept_if: str | None,
+        host: HostInfo | None = None,
     ) -> Receipt:
         vault = self.handles.vault
         blob = vault.seal(handle.task_id, handle_aad(rid, intent.server))
@@ -240,7 +261,8 @@ class Calls:
             acceptance_check=accept_if,
             acceptance_required=accept_if is not None,
         )
-        receipt = self._record(intent, tr.receipt, tr.observation, blob, fp)
+        first = tr.receipt if host is None else tr.receipt.model_copy(update={"host": host})
+        receipt = self._record(intent, first, tr.observation, blob, fp)
         self.handles.remember(receipt.receipt_id, handle.task_id)
         if self.on_task is not None and receipt.receipt_id == rid:
             self.on_task(receipt, handle.task_id)

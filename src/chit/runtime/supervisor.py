@@ -54,6 +54,7 @@ from chit.runtime.reconciling import ReconcileLoop, ReconcileReport
 from chit.runtime.retention import RetentionKeeper
 from chit.runtime.servers import redact_older_rows, registry_resolver
 from chit.runtime.sidecar_host import executor_hook
+from chit.runtime.traffic import ServerTraffic
 from chit.store import Store
 from chit.vault import Vault
 
@@ -91,7 +92,16 @@ class Supervisor:
             clock=clock,
         )
         self._tg = tg
-        self.pool = ConnectionPool(resolve, tg, options.client, on_hint=self._on_hint, clock=clock)
+        self.traffic = ServerTraffic()
+        self.pool = ConnectionPool(
+            resolve,
+            tg,
+            options.client,
+            on_hint=self._on_hint,
+            clock=clock,
+            server_input=self.traffic.on_input,
+            on_message=self.traffic.on_message,
+        )
         self.inbox = LegacyInbox(
             self.writer,
             self.pool,

@@ -121,6 +121,12 @@ class ServerSpec(BaseModel):
         headers: http only - extra request headers; every value is sealed.
         fingerprints: ``"env.NAME"`` / ``"headers.NAME"`` → fingerprint of the sealed
             plaintext, so listings identify a secret without the data key.
+        prompts: ``chit proxy`` only - who is asked when the server needs input for a
+            host's call: ``host`` (the host when it can answer, else chit's inbox),
+            ``chit`` (chit's inbox only), ``both`` (both; the first answer wins).
+        host_cancel: ``chit proxy`` only - what a host's cancel of a call that became
+            a task does: ``confirm`` (nothing until a person cancels it in chit) or
+            ``cancel`` (cancel the task).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -134,6 +140,8 @@ class ServerSpec(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     fingerprints: dict[str, str] = Field(default_factory=dict)
+    prompts: Literal["host", "chit", "both"] = "host"
+    host_cancel: Literal["confirm", "cancel"] = "confirm"
 
     @field_validator("name")
     @classmethod

@@ -31,7 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from chit.tasks import wire
 from chit.tasks.client import legacy, modern
-from chit.tasks.client.connect import Mode, connect, negotiated_generation
+from chit.tasks.client.connect import MessageHandler, Mode, connect, negotiated_generation
 from chit.tasks.client.discovery import list_tool_infos, summarize
 from chit.tasks.client.errors import IncompatibleError, TransientError, classify
 from chit.tasks.client.inputs import Hint, HintCallback, InputHandler, InputRouter
@@ -75,6 +75,8 @@ class TaskClient:
             ``str``, plus the notified status) whenever a status notification arrives.
         declare_sampling: Also declare the sampling capability (routed like elicitation).
         tap: Shown every JSON-RPC message sent and received (the protocol log).
+        on_message: Receives the server's other notifications (logging, list changes,
+            resource updates, progress), e.g. to relay them to a proxied host.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class TaskClient:
         on_hint: HintCallback | None = None,
         declare_sampling: bool = False,
         tap: Tap | None = None,
+        on_message: MessageHandler | None = None,
     ) -> None:
         if read_timeout <= 0 or result_timeout <= 0:
             raise ValueError("timeouts must be positive")
@@ -99,6 +102,7 @@ class TaskClient:
         self._on_hint = on_hint
         self._declare_sampling = declare_sampling
         self._tap = tap
+        self._on_message = on_message
         self._client: Client | None = None
         self._stack: AsyncExitStack | None = None
         self._router = InputRouter(input_handler)
@@ -124,6 +128,7 @@ class TaskClient:
                 declare_sampling=self._declare_sampling,
                 on_notification=self._on_notification,
                 tap=self._tap,
+                on_message=self._on_message,
             )
         except BaseException as exc:
             # Close without re-raising through the stack: the SDK's task groups would wrap
@@ -195,6 +200,10 @@ class TaskClient:
     def server_summary(self) -> ServerSummary:
         """Server identity and task support for a "servers" screen."""
         return summarize(self.client.server_info, self.protocol_version, self.generation)
+
+    async def task_support(self, tool: str) -> wire.TaskSupport:
+        """The tool's effective task support (listed lazily; unknown tools: forbidden)."""
+        return await self._task_support(tool)
 
     async def _task_support(self, tool: str) -> wire.TaskSupport:
         if tool not in self._support:

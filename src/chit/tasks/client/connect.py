@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from importlib import metadata
-from typing import Literal
+from typing import Any, Literal, cast
 
 from mcp import Client
+from mcp.client.session import MessageHandlerFnT
 from mcp_types import Implementation
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -18,6 +20,11 @@ from chit.tasks.client.spec import ServerSpec, open_target
 from chit.tasks.client.tap import Tap
 
 Mode = Literal["auto", "legacy", "2026"]
+
+MessageHandler = Callable[[Any], Awaitable[None]]
+"""Receives every core server notification (``mcp_types`` models: progress without a
+waiting request, logging messages, list changes, resource updates) as the SDK's
+``message_handler`` does; task status notifications go to the hint path instead."""
 
 
 def _version() -> str:
@@ -37,6 +44,7 @@ async def connect(
     declare_sampling: bool,
     on_notification: HintHandler,
     tap: Tap | None = None,
+    on_message: MessageHandler | None = None,
 ) -> Client:
     """Open ``spec`` on ``stack`` and negotiate; the caller classifies and cleans up errors.
 
@@ -55,6 +63,7 @@ async def connect(
         extensions=[TasksClientExtension(on_notification)],
         client_info=Implementation(name="chit", version=_version()),
         cache=None,
+        message_handler=cast("MessageHandlerFnT | None", on_message),
     )
     connected = await stack.enter_async_context(client)
     if mode == "2026" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:

@@ -106,6 +106,23 @@ class TaskTool:
         """Return the JSON schema of the arguments (``tools/list`` ``inputSchema``)."""
         return self.args_model.model_json_schema()
 
+    def to_result(self, value: Any) -> dict[str, Any]:
+        """Shape the tool's return value as its plain (non-task) call would have.
+
+        ``MCPServer`` lists the tool with an ``outputSchema`` derived from its return
+        annotation and answers a plain call with matching ``structuredContent``; a task's
+        result gets the same shape, so a client validating the schema accepts both.
+        """
+        if isinstance(value, CallToolResult) or (isinstance(value, dict) and "content" in value):
+            return to_call_tool_result(value)
+        try:
+            shaped = _result_metadata(self.fn).convert_result(value)
+        except Exception:  # no schema can be derived, or the value does not fit it
+            return to_call_tool_result(value)
+        if not isinstance(shaped, CallToolResult):
+            return to_call_tool_result(value)
+        return to_call_tool_result(shaped)
+
 
 def build_task_tool(
     fn: ToolFn,
@@ -145,6 +162,27 @@ def build_task_tool(
         context_param=context_param,
         pre_inputs=pre_inputs,
     )
+
+
+_METADATA: dict[Any, Any] = {}
+
+
+def _result_metadata(fn: ToolFn) -> Any:
+    """``MCPServer``'s result conversion for a function returning what ``fn`` returns."""
+    known = _METADATA.get(fn)
+    if known is not None:
+        return known
+    from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+
+    returns = get_type_hints(fn).get("return", inspect.Parameter.empty)
+
+    async def stand_in() -> None:
+        """Takes nothing; returns what the task tool returns."""
+
+    stand_in.__annotations__ = {} if returns is inspect.Parameter.empty else {"return": returns}
+    meta = func_metadata(stand_in)
+    _METADATA[fn] = meta
+    return meta
 
 
 def to_call_tool_result(value: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from chit.tasks.server.tools import (
     TaskGone,
     TaskProtocolError,
     TaskTool,
-    to_call_tool_result,
     tool_error_result,
 )
 from chit.tasks.wire import INTERNAL_ERROR, PROTOCOL_2025
@@ -75,7 +74,7 @@ async def _execute(
         logger.info("%s: tool %s raised %r", task_ref(record.id), tool.name, exc)
         await _finish(runtime, record, result=tool_error_result(str(exc) or type(exc).__name__))
     else:
-        await _finish(runtime, record, result=to_call_tool_result(value))
+        await _finish(runtime, record, result=tool.to_result(value))
 
 
 async def _finish(

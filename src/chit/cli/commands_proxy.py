@@ -1,0 +1,97 @@
+"""``chit proxy SERVER [--http HOST:PORT]``: the MCP server hosts launch in place of SERVER.
+
+stdout is the MCP channel (stdio mode): nothing else is ever printed there. Errors before
+serving (unknown server, unreachable, key store) are one stderr line with the usual exit
+code, which the host reports as the server failing to start.
+"""
+
+from __future__ import annotations
+
+import click
+
+from chit.cli.context import home_of
+from chit.cli.engine import options_from_env, use_daemon
+
+
+@click.command("proxy")
+@click.argument("server")
+@click.option(
+    "--http",
+    "http",
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.pass_context
+def proxy(ctx: click.Context, server: str, http: str | None) -> None:
+    """Serve SERVER to an agent host through chit: every task it starts gets a receipt.
+
+    Launch it where the host would launch SERVER (`chit servers wrap CONFIG` rewrites a
+    host's config to do so). Everything is forwarded to SERVER through chit's daemon
+    (started on demand; `--no-daemon` runs the engine in this process); tool calls that
+    become tasks get receipts, the host gets chit's own task ids, and either task
+    generation is translated to the other.
+    """
+    import anyio
+
+    from chit.cli.engine import _first_leaf
+
+    address: tuple[str, int] | None = None
+    if http is not None:
+        host, sep, port_text = http.rpartition(":")
+        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise click.BadParameter("expected HOST:PORT", param_hint="--http")
+        address = (host, int(port_text))
+    home = home_of(ctx).ensure()
+    settings = options_from_env()
+    _log_to_stderr()
+    daemon = use_daemon(ctx)
+
+    async def main() -> None:
+        from chit.proxy.server import open_host, serve_http, serve_stdio
+
+        async def serve(backend: object) -> None:
+            proxied = await open_host(backend, home, server)  # type: ignore[arg-type]
+            if address is None:
+                await serve_stdio(proxied)
+            else:
+                await serve_http(proxied, *address)
+
+        if daemon:
+            from chit.proxy.remote import RemoteBackend
+
+            async with RemoteBackend.open(home, client="proxy") as remote:
+                await serve(remote)
+            return
+        from chit.engine.local import LocalEngine
+        from chit.proxy.backend import EngineSide, LocalBackend
+
+        async with LocalEngine.open(home, options=settings, run=True) as engine:
+            local = LocalBackend(EngineSide(engine))
+            try:
+                await serve(local)
+            finally:
+                local.detach()
+
+    try:
+        anyio.run(main)
+    except BaseExceptionGroup as group:
+        raise _first_leaf(group) from None
+
+
+def _log_to_stderr() -> None:
+    """Log to stderr (hosts keep a server's stderr in their logs); stdout is MCP's."""
+    import logging
+    import os
+    import sys
+
+    level = os.environ.get("CHIT_PROXY_LOG_LEVEL", "INFO").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="chit proxy %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("mcp", "httpx", "uvicorn", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+COMMANDS = [proxy]

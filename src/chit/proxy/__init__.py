@@ -1,0 +1,1 @@
+"""``chit proxy``: agent hosts reach their MCP servers through chit (see ``docs/proxy.md``)."""

@@ -1,0 +1,169 @@
+"""The proxy's backend over the daemon's control socket (the default).
+
+:class:`RemoteBackend` is the daemon's socket client (:class:`~chit.engine.remote.
+RemoteEngine`: connect or start the daemon, ``hello``, receipts, events, answers,
+cancels) plus the ``proxy.*`` methods of :mod:`chit.proxy.protocol`; it also serves what
+the daemon sends its way — the server's questions for the host (``proxy.input``) and
+progress and notifications — by handing them to the proxy's host object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import ObjectReceiveStream
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from chit.engine import rpc
+from chit.engine.models import EngineEvent
+from chit.engine.remote import RemoteEngine
+from chit.errors import ChitError, ExitCode
+from chit.proxy import protocol
+from chit.proxy.models import (
+    Answer,
+    AttachParams,
+    ConnectedHost,
+    ForwardParams,
+    GaveUpParams,
+    HostParams,
+    InputParams,
+    NoticeParams,
+    NotifyParams,
+    ProgressParams,
+    ReceiptParams,
+    RouteParams,
+    StartParams,
+    StartReply,
+    UpstreamInfo,
+)
+from chit.proxy.upstream import HostPeer
+from chit.receipts import Receipt
+
+
+class DaemonTooOld(ChitError):
+    """The running daemon has no ``proxy.*`` methods."""
+
+    exit_code = ExitCode.UNREACHABLE
+
+
+class RemoteBackend(RemoteEngine):
+    """The proxy's :class:`~chit.proxy.backend.ProxyBackend` through the daemon."""
+
+    peer: HostPeer | None = None
+
+    async def attach(self, params: AttachParams, peer: HostPeer) -> UpstreamInfo:
+        """See :meth:`ProxyBackend.attach`."""
+        self.peer = peer
+        try:
+            info: UpstreamInfo = await self._request("proxy.attach", params)
+        except ChitError as exc:
+            if "no method 'proxy.attach'" in exc.message:
+                raise DaemonTooOld(
+                    "the running daemon predates chit proxy: run `chit daemon restart`"
+                ) from None
+            raise
+        return info
+
+    async def set_host(self, params: HostParams) -> None:
+        """See :meth:`ProxyBackend.set_host`."""
+        await self._request("proxy.host", params)
+
+    async def request(self, p: ForwardParams) -> Answer:
+        """See :meth:`ProxyBackend.request`; a cancelled wait cancels it in the daemon."""
+        try:
+            answer: Answer = await self._request("proxy.request", p)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.cancel_route(p.route)
+            raise
+        return answer
+
+    async def notify(self, p: NotifyParams) -> None:
+        """See :meth:`ProxyBackend.notify`."""
+        await self._request("proxy.notify", p)
+
+    async def cancel_route(self, route: str) -> None:
+        """See :meth:`ProxyBackend.cancel_route`."""
+        await self._request("proxy.cancel", RouteParams(route=route))
+
+    async def start(self, p: StartParams) -> StartReply:
+        """See :meth:`ProxyBackend.start` (never cancelled half-way in the daemon)."""
+        reply: StartReply = await self._request("proxy.start", p)
+        return reply
+
+    async def outcome(self, receipt_id: str) -> Answer:
+        """See :meth:`ProxyBackend.outcome`."""
+        answer: Answer = await self._request("proxy.outcome", ReceiptParams(receipt_id=receipt_id))
+        return answer
+
+    async def gave_up(self, receipt_id: str, why: str) -> Receipt:
+        """See :meth:`ProxyBackend.gave_up`."""
+        params = GaveUpParams(receipt_id=receipt_id, why=why)
+        receipt: Receipt = await self._request("proxy.gave_up", params)
+        return receipt
+
+    async def hosts(self) -> list[ConnectedHost]:
+        """See :meth:`ProxyBackend.hosts`."""
+        hosts: list[ConnectedHost] = await self._request("proxy.hosts", rpc.NoParams())
+        return hosts
+
+    @asynccontextmanager
+    async def receipt_events(
+        self, receipt_id: str
+    ) -> AsyncIterator[ObjectReceiveStream[EngineEvent]]:
+        """See :meth:`ProxyBackend.receipt_events`."""
+        async with self.events(receipt_id=receipt_id) as stream:
+            yield stream
+
+    # --- what the daemon sends --------------------------------------------------------
+
+    def _from_daemon(self, frame: rpc.Frame) -> None:
+        if frame.method == protocol.INPUT and frame.id is not None:
+            self._tg.start_soon(self._input, frame)
+        elif frame.method == protocol.PROGRESS and frame.id is None:
+            self._tg.start_soon(self._progress, frame)
+        elif frame.method == protocol.NOTICE and frame.id is None:
+            self._tg.start_soon(self._notice, frame)
+        else:
+            super()._from_daemon(frame)
+
+    async def _input(self, frame: rpc.Frame) -> None:
+        try:
+            params = InputParams.model_validate(frame.params or {})
+        except ValidationError:
+            await self._send_frame(rpc.error(frame.id, rpc.INVALID_PARAMS, "bad proxy.input"))
+            return
+        if self.peer is None:
+            await self._send_frame(rpc.error(frame.id, rpc.INVALID_REQUEST, "not attached"))
+            return
+        try:
+            result: Any = await self.peer.input(params.route, params.method, params.params)
+        except MCPError as exc:
+            body = exc.error.model_dump(mode="json", exclude_none=True)
+            await self._send_frame({"jsonrpc": "2.0", "id": frame.id, "error": body})
+            return
+        except Exception as exc:
+            message = f"the host did not answer: {type(exc).__name__}"
+            await self._send_frame(rpc.error(frame.id, rpc.INTERNAL_ERROR, message))
+            return
+        await self._send_frame({"jsonrpc": "2.0", "id": frame.id, "result": result})
+
+    async def _progress(self, frame: rpc.Frame) -> None:
+        try:
+            p = ProgressParams.model_validate(frame.params or {})
+        except ValidationError:
+            return
+        if self.peer is not None:
+            await self.peer.progress(p.route, p.progress, p.total, p.message)
+
+    async def _notice(self, frame: rpc.Frame) -> None:
+        try:
+            p = NoticeParams.model_validate(frame.params or {})
+        except ValidationError:
+            return
+        if self.peer is not None:
+            await self.peer.notice(p.method, p.params)

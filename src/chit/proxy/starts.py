@@ -1,0 +1,237 @@
+"""Tool calls a proxied host starts: intent first, a receipt when they become tasks.
+
+The host's ``tools/call`` is sent on the engine's session of the server *as it is* (its
+arguments, its ``_meta``, on a 2026 multi-round-trip retry its ``inputResponses`` and
+``requestState``), with chit's request key added and the intent written before it
+leaves, so a crash between send and reply is visible (``chit intents``). The answer is
+recorded as ``chit call`` records one — a task gets a receipt (with the host's name and
+version, and the sidecar work item its ``_meta`` names), a synchronous answer a
+synchronous receipt — and handed back to the proxy as the server sent it.
+
+:meth:`Starts.outcome` fetches a finished task's full result for the host (the receipt
+keeps only a digest and a bounded summary): from the server while it still has it,
+else the receipt's summary. Handles never leave: the result is redacted first.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from chit import clock
+from chit.errors import Conflict, NotFound
+from chit.proxy import wire as pwire
+from chit.proxy.models import META_WORK, Answer, StartParams, StartReply
+from chit.proxy.upstream import Attachment
+from chit.receipts import (
+    HostLeft,
+    IntentState,
+    LifecycleState,
+    Receipt,
+    TaskProtocol,
+    new_intent,
+    new_request_key,
+)
+from chit.reconcile import result_json
+from chit.redaction import redact
+from chit.runtime import Supervisor
+from chit.runtime.servers import connect
+from chit.servers.tools import ServerUnreachable
+from chit.tasks import wire
+from chit.tasks.client import SyncReason, SyncResult, TaskClient, TaskError, classify
+from chit.tasks.client.parse import parse_call_result, parse_create_2025, parse_create_2026
+
+log = logging.getLogger("chit.proxy")
+
+TOOLS_CALL = "tools/call"
+_PASSED_ON = ("inputResponses", "requestState")  # a 2026 multi-round-trip retry
+
+
+class Starts:
+    """Starts, outcomes and departures of proxied calls on one Supervisor."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        """Record through ``supervisor``'s store, vault and sessions."""
+        self.sup = supervisor
+
+    async def start(self, att: Attachment, p: StartParams) -> StartReply:
+        """Send a ``tools/call`` that may become a task; see the module docstring.
+
+        Raises:
+            ServerUnreachable: no session, or the outcome is unknown (intent kept).
+        """
+        params = pwire.host_params(p.params)
+        tool, arguments = params.get("name"), params.get("arguments") or {}
+        if not isinstance(tool, str) or not isinstance(arguments, dict):
+            return _refused("tools/call needs a tool name and an arguments object")
+        meta = dict(params.get("_meta") or {})
+        work = meta.get(META_WORK)
+        work_ref = work if isinstance(work, str) and 0 < len(work) <= 256 else None
+        client = await connect(self.sup.pool, att.server)
+        calls = self.sup.calls
+        host = p.host or att.params.host
+        now = clock.now()
+        key = new_request_key(now)
+        meta[wire.META_REQUEST_KEY] = key
+        intent = new_intent(
+            request_key=key,
+            server=att.server,
+            tool=tool,
+            args_digest=calls.arguments_digest(arguments),
+            now=now,
+            purpose=f"started by {host.label} through chit proxy",
+            work_ref=work_ref,
+        )
+        self.sup.store.intents.begin(intent, owner=calls.owner)
+        calls.sending.add(key)
+        try:
+            raw, reason = await self._send(client, tool, arguments, meta, params, p)
+        except Exception as exc:
+            err = classify(exc, TOOLS_CALL)
+            if err.failure_class == "transient":
+                self.sup.pool.broken(att.server, client)
+                self.sup.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(err))[:300])
+                raise ServerUnreachable(
+                    f"the call's outcome is unknown ({err.message}); see 'chit intents'"
+                ) from exc
+            self.sup.store.intents.mark(key, IntentState.REJECTED, error=redact(str(err))[:300])
+            if isinstance(exc, MCPError):
+                return StartReply(kind="error", error=_error(exc))
+            return _refused(f"the server's answer cannot be read: {err.message}")
+        finally:
+            calls.sending.discard(key)
+        try:
+            started = self._started(client.generation, raw, reason)
+        except TaskError as exc:
+            self.sup.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(exc))[:300])
+            return _refused(f"the server's answer cannot be read: {exc.message}")
+        if started is None:
+            self.sup.store.intents.mark(
+                key,
+                IntentState.REJECTED,
+                error="the server asked for input before creating anything; the host "
+                "answers and calls again",
+            )
+            return StartReply(kind="input_required", result=raw)
+        receipt = calls.record_started(intent, started, host=host)
+        if isinstance(started, SyncResult):
+            return StartReply(kind="sync", receipt=receipt, result=raw)
+        return StartReply(kind="task", receipt=receipt)
+
+    async def _send(
+        self,
+        client: TaskClient,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any],
+        params: dict[str, Any],
+        p: StartParams,
+    ) -> tuple[dict[str, Any], SyncReason]:
+        body: dict[str, Any] = {"name": tool, "arguments": arguments, "_meta": meta}
+        gen = client.generation
+        timeout = client.read_timeout
+        reason = SyncReason.SERVER_CHOSE_SYNC
+        if gen == wire.PROTOCOL_2025:
+            if await client.task_support(tool) == "forbidden":
+                reason, timeout = SyncReason.TOOL_FORBIDS_TASKS, client.result_timeout
+            else:
+                body["task"] = wire.TaskMetadata2025(ttl=p.ttl_ms).wire()
+        elif gen == wire.PROTOCOL_2026:
+            body.update({k: params[k] for k in _PASSED_ON if k in params})
+            if not p.declare_extension:
+                timeout = client.result_timeout
+        else:
+            reason, timeout = SyncReason.NO_TASKS_CAPABILITY, client.result_timeout
+            body.update({k: params[k] for k in _PASSED_ON if k in params})
+        data: dict[str, Any] = {"method": TOOLS_CALL, "params": body}
+        opts: dict[str, Any] = {}
+        client.session._stamp(data, opts)  # type: ignore[arg-type]
+        if not p.declare_extension:
+            pwire.undeclare_extension(data["params"])
+        opts["timeout"] = timeout
+        raw = await client.session._dispatcher.send_raw_request(
+            TOOLS_CALL,
+            data["params"],
+            opts,  # type: ignore[arg-type]
+        )
+        return raw, reason
+
+    @staticmethod
+    def _started(
+        gen: str | None, raw: dict[str, Any], reason: SyncReason
+    ) -> Any:  # TaskHandle | SyncResult | None
+        if gen == wire.PROTOCOL_2025 and "task" in raw:
+            return parse_create_2025(raw, TOOLS_CALL)
+        if raw.get("resultType") == "task":
+            return parse_create_2026(raw, TOOLS_CALL)
+        if raw.get("resultType") == "input_required":
+            return None
+        return SyncResult(parse_call_result(raw, TOOLS_CALL), reason)
+
+    # --- after the start ----------------------------------------------------------------
+
+    async def outcome(self, receipt_id: str) -> Answer:
+        """The full result (or JSON-RPC error) of a finished task, redacted.
+
+        Raises:
+            NotFound: no such receipt. Conflict: it has not finished yet.
+            ServerUnreachable: the server cannot be reached to fetch it.
+        """
+        receipt = self.sup.store.receipts.get(receipt_id)
+        if receipt is None:
+            raise NotFound(f"no receipt {receipt_id}")
+        if not receipt.is_terminal:
+            raise Conflict(f"receipt {receipt_id} has not finished ({receipt.state})")
+        if receipt.state is LifecycleState.CANCELLED:
+            return Answer(error={"code": INVALID_PARAMS, "message": "The task was cancelled"})
+        if receipt.protocol is TaskProtocol.SYNC or receipt.handle is None:
+            return _summary(receipt)
+        client = await connect(self.sup.pool, receipt.server)
+        task_id = self.sup.handles.task_id(receipt)
+        try:
+            outcome = await client.result(task_id, timeout=self.sup.pool.options.read_timeout)
+        except TaskError as exc:
+            if exc.failure_class == "transient":
+                raise ServerUnreachable(f"cannot fetch the result: {exc.message}") from exc
+            log.info("result of %s no longer on the server: %s", receipt_id, exc.failure_class)
+            return _summary(receipt)
+        redactor = self.sup.handles.redactor(receipt)
+        if outcome.error is not None:
+            error = outcome.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            return Answer(error=redactor.value(error))
+        if outcome.result is None:
+            return _summary(receipt)
+        return Answer(result=redactor.value(result_json(outcome.result)))
+
+    async def gave_up(self, att: Attachment, receipt_id: str, why: str) -> Receipt:
+        """The host stopped waiting for a task it started: note it; cancel if configured."""
+        receipt = self.sup.writer.apply(receipt_id, [HostLeft(why=why)])
+        spec_cancel = att.info.host_cancel if att.info is not None else "confirm"
+        if spec_cancel == "cancel" and not receipt.is_terminal:
+            receipt = await self.sup.cancel(receipt_id)
+        return receipt
+
+
+def _summary(receipt: Receipt) -> Answer:
+    """What chit kept of a result: its bounded summary (or the error)."""
+    out = receipt.outcome
+    if out is None:
+        return Answer(error={"code": -32603, "message": "chit kept no result for this task"})
+    if out.error_code is not None:
+        return Answer(error={"code": out.error_code, "message": out.error_message or ""})
+    text = out.summary or "(the server no longer has the result; chit kept no summary)"
+    return Answer(result={"content": [{"type": "text", "text": text}], "isError": out.is_error})
+
+
+def _error(exc: MCPError) -> dict[str, Any]:
+    return exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _refused(message: str) -> StartReply:
+    return StartReply(kind="error", error={"code": INVALID_PARAMS, "message": message})
+
+
+__all__ = ["Starts"]

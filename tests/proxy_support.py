@@ -1,0 +1,113 @@
+"""Helpers for ``chit proxy`` tests: homes with servers, hosts, waiting on real processes.
+
+Every end is a real process: the host (this test process through chit's task client or
+the ``mcp`` SDK, or a Node host), ``chit proxy`` (a subprocess the host launches, as a
+host would), chit's daemon (started on demand by the proxy) and the server (a stdio
+child of the daemon, or an HTTP process). Waiting polls the other process with a
+deadline: nothing here sleeps a fixed time before an assertion.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from chit.tasks.client import StdioServer, TaskClient, TaskSnapshot
+from tests import peers
+from tests.daemon_support import chit, daemon_env, daemon_home
+
+PYTHON = sys.executable
+
+
+def demo_args(db: Path) -> list[str]:
+    """``chit servers add`` arguments registering ``chit demo-server`` over stdio."""
+    args = ["--command", PYTHON]
+    for part in ("-m", "chit", "demo-server", "--db", str(db)):
+        args += ["--arg", part]
+    return args
+
+
+def everything_args() -> list[str]:
+    """``chit servers add`` arguments registering server-everything over stdio (Node 22)."""
+    node = str(peers.node22())
+    entry = str(peers.EVERYTHING.entry_path)
+    peers.ensure(peers.EVERYTHING)
+    return ["--command", node, "--arg", entry, "--arg", "stdio"]
+
+
+@contextmanager
+def proxy_home(tmp: Path, **servers: list[str]) -> Iterator[Path]:
+    """A home with ``servers`` registered (name → ``servers add`` args); daemon stopped after."""
+    with daemon_home(tmp / "home") as home:
+        env = daemon_env(home)
+        for name, args in servers.items():
+            ran = chit("servers", "add", name, *args, env=env)
+            assert ran.code == 0, ran.err
+        yield home
+
+
+def proxy_spec(home: Path, server: str, *extra: str, **env: str) -> StdioServer:
+    """How a host launches ``chit proxy SERVER`` (the daemon is started on demand)."""
+    return StdioServer(PYTHON, ["-m", "chit", "proxy", server, *extra], env=daemon_env(home, **env))
+
+
+async def until_terminal(tc: TaskClient, task_id: str, timeout: float = 60) -> TaskSnapshot:
+    """Poll the proxy until the task ends (another process does the work)."""
+    with anyio.fail_after(timeout):
+        while True:
+            snap = await tc.get(task_id)
+            if snap.terminal:
+                return snap
+            await anyio.sleep(0.2)
+
+
+async def until_status(
+    tc: TaskClient, task_id: str, status: str, timeout: float = 60
+) -> TaskSnapshot:
+    """Poll the proxy until the task reports ``status``."""
+    with anyio.fail_after(timeout):
+        while True:
+            snap = await tc.get(task_id)
+            if snap.status == status:
+                return snap
+            assert not snap.terminal, f"ended {snap.status} while waiting for {status}"
+            await anyio.sleep(0.2)
+
+
+def receipts(home: Path, **filters: str) -> list[dict[str, Any]]:
+    """``chit receipts --json`` (read from the store, no daemon needed)."""
+    args = ["receipts", "--json", "--all"]
+    for key, value in filters.items():
+        args += [f"--{key}", value]
+    ran = chit(*args, env=daemon_env(home))
+    assert ran.code == 0, ran.err
+    rows: list[dict[str, Any]] = json.loads(ran.out)
+    return rows
+
+
+def show(home: Path, receipt_id: str) -> dict[str, Any]:
+    """``chit show RECEIPT --json``."""
+    ran = chit("show", receipt_id, "--json", env=daemon_env(home))
+    assert ran.code == 0, ran.err
+    data: dict[str, Any] = json.loads(ran.out)
+    return data
+
+
+def wait_receipt(
+    home: Path, predicate: Any, *, timeout: float = 60, **filters: str
+) -> dict[str, Any]:
+    """Poll the store until a receipt matches ``predicate`` (the daemon writes it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [r for r in receipts(home, **filters) if predicate(r)]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no receipt matched in {timeout} s"
+        time.sleep(0.2)
