@@ -159,17 +159,18 @@ def _stop(ctx: click.Context) -> bool:
     from chit.engine.start import lock_is_held, lock_pid, wait_until_gone
 
     paths = DaemonPaths(home_of(ctx))
+    running = lock_pid(paths.lock) if lock_is_held(paths.lock) else None
     asked = anyio.run(stop_daemon, paths.home)
-    if asked is None and not lock_is_held(paths.lock):
+    if asked is None and running is None:
         return False
-    if wait_until_gone(paths, STOP_WAIT_S):
+    pid = asked or running
+    if wait_until_gone(paths, STOP_WAIT_S, pid):
         return True
-    pid = lock_pid(paths.lock)  # it does not answer or does not stop: the signal
-    if pid is not None:
+    if pid is not None:  # it does not answer or does not stop: the signal
         import signal
 
         os.kill(pid, signal.SIGTERM)
-        if wait_until_gone(paths, STOP_WAIT_S):
+        if wait_until_gone(paths, STOP_WAIT_S, pid):
             return True
     from chit.errors import ChitError
 
@@ -213,6 +214,28 @@ def restart(ctx: click.Context) -> None:
     _stop(ctx)
     hello = _start(ctx)
     click.echo(f"chit's daemon restarted (pid {hello.pid})", err=True)
+
+
+@daemon.command("install")
+@click.option(
+    "--platform",
+    "platform_",
+    type=click.Choice(["linux", "darwin"]),
+    hidden=True,
+    help="Write the other platform's file (tests).",
+)
+@click.pass_context
+def install(ctx: click.Context, platform_: str | None) -> None:
+    """Write a systemd user unit (Linux) or a launchd agent (macOS) for this home.
+
+    Prints the file it wrote and the command that enables it; never runs that command.
+    """
+    from chit.daemon.install import install as write_service
+
+    made = write_service(home_of(ctx).ensure(), platform=platform_)
+    click.echo(f"chit: wrote {made.kind} {made.path}:", err=True)
+    click.echo(made.content, nl=False)
+    click.echo(f"chit: enable it with: {made.enable}", err=True)
 
 
 COMMANDS = [daemon, follow]

@@ -36,18 +36,79 @@ def prepare_home(root: Path) -> None:
     Registry.for_home(home).add(spec)
 
 
-class DemoRun:
-    """The running demo: the Supervisor (hosting the sidecar executor) and the agent thread."""
+class _DaemonHost:
+    """The demo's daemon as the TUI backend's host (its sync, SupervisorHost-shaped calls).
 
-    def __init__(self, root: Path) -> None:
+    Transitional: the TUI's Backend still speaks to a "supervisor" object; this maps its
+    calls onto the Engine (``chit.engine.blocking``) until the TUI holds an Engine itself.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def answer(self, receipt_id: str, key: str, action: str, content: Any) -> Any:
+        return self.engine.answer(
+            receipt_id,
+            key,
+            content if action == "accept" else None,
+            decline=action == "decline",
+            cancel=action == "cancel",
+        )
+
+    def cancel(self, receipt_id: str) -> Any:
+        return self.engine.cancel(receipt_id)
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any], **kw: Any) -> Any:
+        return self.engine.call(server, tool, arguments, **kw)
+
+    def accept(self, receipt_id: str) -> Any:
+        return self.engine.accept(receipt_id)
+
+    def reject(self, receipt_id: str, why: str) -> Any:
+        return self.engine.reject(receipt_id, why)
+
+    def reconcile_once(self) -> Any:
+        return self.engine.reconcile_now()
+
+    def subscribe(self, callback: Any) -> None:
+        self.engine.subscribe(callback)
+
+    def close(self) -> None:
+        """Closed by ``DemoRun.stop`` (with the daemon)."""
+
+
+class DemoRun:
+    """The running demo: its engine (hosting the sidecar executor) and the agent thread.
+
+    By default the demo runs its own daemon on the throwaway home (the demo server is
+    that daemon's child) and stops it, with every server, on exit; ``--no-daemon`` hosts
+    the Supervisor in this process instead.
+    """
+
+    def __init__(self, root: Path, *, use_daemon: bool = True) -> None:
         import threading
 
         from chit.demo.agent import DemoAgent
         from chit.home import Home
-        from chit.tui.host import SupervisorHost
 
         home = Home(root)
-        self.host = SupervisorHost.start(home)
+        self.home = home
+        self.engine: Any = None
+        if use_daemon:
+            from chit.engine.blocking import BlockingEngine
+            from chit.engine.remote import RemoteEngine
+
+            self.engine = BlockingEngine.start(lambda: RemoteEngine.open(home, client="demo"))
+            self.host: Any = _DaemonHost(self.engine)
+            # Start the demo server (the daemon's child) and load the agent's sidecar now,
+            # so the script's first steps do not wait for either.
+            import chit.sidecar.service  # noqa: F401
+
+            self.engine.tools("demo")
+        else:
+            from chit.tui.host import SupervisorHost
+
+            self.host = SupervisorHost.start(home)
         self.agent = DemoAgent(home, self._call)
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -61,10 +122,22 @@ class DemoRun:
         return self.host.call(server, tool, dict(args), purpose=purpose, work_ref=work)
 
     def stop(self) -> None:
-        """Stop the agent and the Supervisor (and with it the executor)."""
+        """Stop the agent, then the engine: the daemon and every server it runs."""
         self._stop.set()
         self._thread.join(timeout=5)
-        self.host.close()
+        if self.engine is None:
+            self.host.close()
+            return
+        import anyio
+
+        from chit.engine.paths import DaemonPaths
+        from chit.engine.remote import stop_daemon
+        from chit.engine.start import wait_until_gone
+
+        self.engine.close()
+        pid = anyio.run(stop_daemon, self.home)
+        if not wait_until_gone(DaemonPaths(self.home), 20, pid):
+            click.echo("chit: the demo's daemon did not stop in 20 s", err=True)
 
 
 @click.command("demo")
@@ -75,17 +148,19 @@ class DemoRun:
     help="Run the script without the TUI for N seconds, then print the receipts.",
 )
 @click.option("--keep", is_flag=True, help="Keep the throwaway home (its path is printed).")
-def demo(headless_seconds: float | None, keep: bool) -> None:
+@click.pass_context
+def demo(ctx: click.Context, headless_seconds: float | None, keep: bool) -> None:
     """Open the TUI on a throwaway home with a demo server and a scripted agent."""
     import shutil
     import tempfile
     import time
 
     root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
-    code = 0
+    from chit.cli.engine import use_daemon
+
     try:
         prepare_home(root)
-        run = DemoRun(root)
+        run = DemoRun(root, use_daemon=use_daemon(ctx))
         try:
             if headless_seconds is not None:
                 time.sleep(headless_seconds)

@@ -15,6 +15,8 @@ import click
 from chit.errors import UsageError
 
 if TYPE_CHECKING:
+    from chit.engine import Engine
+    from chit.engine.models import ToolsInfo
     from chit.servers import Registry
 
 
@@ -211,15 +213,31 @@ def tools(ctx: click.Context, server: str, tool: str | None, as_json: bool, time
     """List SERVER's tools with their task support (required/optional/forbidden).
 
     With TOOL: that tool's description, task support and arguments (its input schema).
+    Asks through the home's engine (the daemon's session of SERVER unless --no-daemon),
+    so a stdio server is not started a second time.
     """
-    from chit.servers.tools import list_tools
+    from chit.cli.engine import run_engine, use_daemon
 
-    listing = list_tools(_registry(ctx).resolve(server), timeout=timeout)
+    _registry(ctx).get(server)  # an unknown name exits 3 here, without starting anything
+
+    async def work(engine: Engine) -> ToolsInfo:
+        return await engine.tools(server, timeout=timeout)
+
+    if use_daemon(ctx):
+        listing = run_engine(ctx, work)
+    else:
+        # In process, a connection of its own: no engine, so no data key needed.
+        import anyio
+
+        from chit.cli.context import home_of
+        from chit.engine.local import tools_once
+
+        listing = anyio.run(tools_once, home_of(ctx).ensure(), server, timeout)
     if tool is not None:
         _one_tool(listing, tool, as_json)
         return
     if as_json:
-        click.echo(json.dumps(listing.to_json(), indent=2))
+        click.echo(json.dumps(listing.model_dump(mode="json"), indent=2))
         return
     ext = {True: "declared", False: "not declared", None: "n/a"}[listing.extension_declared]
     from chit.cli.output import printable
@@ -240,8 +258,6 @@ def tools(ctx: click.Context, server: str, tool: str | None, as_json: bool, time
 
 def _one_tool(listing: Any, name: str, as_json: bool) -> None:
     """Print one tool of ``listing`` (exit 3 naming the others when it has no such tool)."""
-    from dataclasses import asdict
-
     from chit.cli.schema_text import plain, tool_lines
     from chit.errors import NotFound
 
@@ -254,7 +270,8 @@ def _one_tool(listing: Any, name: str, as_json: bool) -> None:
             + (f"its tools: {shown}" if names else "it lists no tools")
         )
     if as_json:
-        click.echo(json.dumps({"server": listing.server, **asdict(found)}, indent=2))
+        doc = {"server": listing.server, **found.model_dump(mode="json")}
+        click.echo(json.dumps(doc, indent=2))
         return
     for line in tool_lines(listing.server, found):
         click.echo(line)

@@ -35,12 +35,20 @@ def _store(ctx: click.Context) -> Any:
         raise store_failure("sidecar store", exc) from exc
 
 
-def _gateway(home: Any, executor_in_process: bool) -> Any:
-    """The receipt gateway: a Supervisor this process hosts (None without the runtime).
+def _gateway(ctx: click.Context, home: Any, executor_in_process: bool) -> Any:
+    """The receipt gateway: the home's daemon, or (``--no-daemon``) a Supervisor here.
 
-    Its Supervisor reconciles (or watches, when ``chit daemon`` holds the lease) and, if
-    this process runs no standalone executor, hosts the sidecar executor as well.
+    Through the daemon, tasks agents start share its server sessions (and outlive this
+    process); the daemon hosts the sidecar executor. In process, the Supervisor
+    reconciles (or watches, when a daemon holds the lease) and, if this process runs no
+    standalone executor, hosts the sidecar executor as well.
     """
+    from chit.cli.engine import use_daemon
+
+    if use_daemon(ctx):
+        from chit.engine.gateway import EngineGateway
+
+        return EngineGateway(home)
     try:
         from chit.runtime.sidecar_host import SupervisorGateway
     except ImportError:
@@ -102,7 +110,7 @@ def sidecar(
         port=port,
         auth=not no_auth,
         executor=not no_executor,
-        gateway=_gateway(home, not no_executor),
+        gateway=_gateway(ctx, home, not no_executor),
         store=target,
     )
 

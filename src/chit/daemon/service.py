@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -30,6 +31,7 @@ import anyio
 from chit import __version__, clock
 from chit.daemon import proxy_methods
 from chit.daemon.server import ControlServer
+from chit.daemon.upkeep import TICK_S, housekeeping, idle_seconds, sweep_orphans
 from chit.engine import rpc
 from chit.engine.local import LocalEngine
 from chit.engine.paths import DaemonPaths
@@ -102,6 +104,12 @@ def run(home: Home, options: SupervisorOptions, *, spawned: bool) -> int:
 async def _serve(home: Home, paths: DaemonPaths, options: SupervisorOptions) -> None:
     stop = anyio.Event()
     started_at = clock.iso()
+    idle_s = idle_seconds()
+    # Housekeeping runs often enough to honour a short idle time (tests use 1 s).
+    tick_s = min(TICK_S, max(0.25, idle_s / 4)) if idle_s > 0 else TICK_S
+    swept = sweep_orphans(home)
+    if swept:
+        log.warning("terminated %d server process(es) a dead daemon left running", len(swept))
     async with LocalEngine.open(home, options=options, run=True) as engine:
         socket_path = paths.socket
         listener = await anyio.create_unix_listener(socket_path, mode=0o600)
@@ -138,6 +146,8 @@ async def _serve(home: Home, paths: DaemonPaths, options: SupervisorOptions) -> 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(server.serve, listener)
                     tg.start_soon(_signals, stop)
+                    upkeep = partial(housekeeping, idle_s=idle_s, tick_s=tick_s)
+                    tg.start_soon(upkeep, engine, home, stop)
                     _write_info(paths, hello())
                     log.info("listening on %s", socket_path)
                     await stop.wait()

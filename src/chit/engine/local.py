@@ -29,6 +29,7 @@ from chit.home import Home
 from chit.receipts import Receipt
 from chit.reconcile import SpecResolver
 from chit.runtime import Supervisor, SupervisorOptions
+from chit.servers.spec import valid_name
 
 TOOLS_TIMEOUT_S = 20.0
 """Default wait for a server to describe its tools."""
@@ -103,15 +104,20 @@ class LocalEngine:
         accept_if: str | None = None,
     ) -> Receipt:
         """See ``Engine.call``."""
-        return await self.supervisor.call(
-            server,
-            tool,
-            arguments,
-            purpose=purpose,
-            work_ref=work_ref,
-            ttl_ms=ttl_ms,
-            accept_if=accept_if,
-        )
+        from chit.servers.tools import ServerUnreachable
+
+        try:
+            return await self.supervisor.call(
+                server,
+                tool,
+                arguments,
+                purpose=purpose,
+                work_ref=work_ref,
+                ttl_ms=ttl_ms,
+                accept_if=accept_if,
+            )
+        except ServerUnreachable as exc:
+            raise ServerUnreachable(exc.message + self._stderr_hint(server)) from None
 
     async def answer(
         self,
@@ -216,7 +222,9 @@ class LocalEngine:
                 listed = await client.list_tools()
                 summary = client.server_summary()
         except TimeoutError:
-            raise ServerUnreachable(f"server {server!r} did not answer within {wait:g} s") from None
+            raise ServerUnreachable(
+                f"server {server!r} did not answer within {wait:g} s{self._stderr_hint(server)}"
+            ) from None
         except IncompatibleError as exc:
             if isinstance(exc.__cause__, NotFound):
                 raise NotFound(f"no server named {server!r}") from None
@@ -225,21 +233,31 @@ class LocalEngine:
             if exc.failure_class == "transient":
                 pool.broken(server, client=pool.current(server))
                 raise ServerUnreachable(
-                    f"server {server!r} is unreachable: {exc.message}"
+                    f"server {server!r} is unreachable: {exc.message}{self._stderr_hint(server)}"
                 ) from None
             raise ServerProtocolError(f"server {server!r}: {exc}") from None
         pool.succeeded(server)
         return tools_info(server, summary, listed)
 
+    def _stderr_hint(self, server: str) -> str:
+        """The last line a stdio server wrote to stderr: most start-up failures say why."""
+        from chit.runtime.server_logs import last_line
+
+        line = last_line(self.supervisor.home, server) if valid_name(server) else ""
+        return f" (server stderr: {line}; see `chit logs {server}`)" if line else ""
+
     async def servers(self) -> list[ServerStatus]:
         """See ``Engine.servers``."""
+        from chit.runtime.server_logs import server_log_path, server_pids
         from chit.servers import Registry
 
         sup = self.supervisor
         live = _live_by_server(sup)
+        pids = server_pids(sup.home)
         statuses = []
         for spec in Registry.for_home(sup.home).servers().values():
             state = sup.pool.state(spec.name)
+            stdio = spec.transport == "stdio"
             statuses.append(
                 ServerStatus(
                     name=spec.name,
@@ -250,6 +268,8 @@ class LocalEngine:
                     last_error=state.last_error,
                     retry_in_s=round(state.retry_in_s, 3),
                     live_receipts=live.get(spec.name, 0),
+                    pid=pids.get(spec.name) if stdio and state.connected else None,
+                    log_path=str(server_log_path(sup.home, spec.name)) if stdio else None,
                 )
             )
         return statuses
@@ -261,6 +281,47 @@ class LocalEngine:
     ) -> AbstractAsyncContextManager[ObjectReceiveStream[EngineEvent]]:
         """See ``Engine.events``."""
         return self.feed.subscribe(receipt_id, since)
+
+
+async def tools_once(home: Home, server: str, timeout: float = TOOLS_TIMEOUT_S) -> ToolsInfo:
+    """Describe ``server`` over a connection of its own, without the engine (no data key).
+
+    What ``chit tools`` does with ``--no-daemon``: listing tools needs no vault unless
+    the server's registered secrets are sealed, so it must not fail for want of one.
+
+    Raises:
+        NotFound: not registered. ServerUnreachable: not started/reached in time (with
+        the last line it wrote to stderr). ServerProtocolError: an error or invalid MCP.
+    """
+    from chit.runtime.server_logs import last_line, open_server_log
+    from chit.servers import Registry
+    from chit.servers.tools import ServerProtocolError, ServerUnreachable, client_spec
+    from chit.tasks.client import TaskClient, TaskError, TransientError
+
+    resolved = Registry.for_home(home).resolve(server)
+    stderr = open_server_log(home, server) if resolved.transport == "stdio" else None
+    where = f"server {server!r}"
+
+    def hint() -> str:
+        line = last_line(home, server)
+        return f" (server stderr: {line}; see `chit logs {server}`)" if line else ""
+
+    try:
+        with anyio.fail_after(timeout):
+            async with TaskClient(
+                client_spec(resolved, stderr), read_timeout=min(timeout, 30.0)
+            ) as client:
+                listed = await client.list_tools()
+                summary = client.server_summary()
+    except TimeoutError:
+        raise ServerUnreachable(f"{where} did not answer within {timeout:g} s{hint()}") from None
+    except TransientError as exc:
+        raise ServerUnreachable(f"{where} is unreachable: {exc.message}{hint()}") from None
+    except TaskError as exc:
+        raise ServerProtocolError(f"{where}: {exc}") from None
+    except OSError as exc:  # e.g. the command does not exist
+        raise ServerUnreachable(f"{where} could not be started: {exc}") from None
+    return tools_info(server, summary, listed)
 
 
 def _live_by_server(sup: Supervisor) -> dict[str, int]:

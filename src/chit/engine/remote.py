@@ -184,8 +184,9 @@ class RemoteEngine:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._subscriptions.pop(params.subscription, None)
 
-    async def _request(self, name: str, params: BaseModel) -> Any:
+    async def _request(self, name: str, params: BaseModel, timeout_s: float | None = None) -> Any:
         method = rpc.METHODS[name]
+        wait = max(method.timeout_s, timeout_s or 0.0)
         if self._gone is not None:
             raise DaemonUnavailable(f"{self._gone}; run the command again")
         request_id = next(self._ids)
@@ -194,11 +195,11 @@ class RemoteEngine:
         try:
             async with self._send_lock:
                 await self._stream.send(rpc.encode(rpc.request(request_id, name, params)))
-            with anyio.fail_after(method.timeout_s):
+            with anyio.fail_after(wait):
                 await waiter.done.wait()
         except TimeoutError:
             raise DaemonUnavailable(
-                f"chit's daemon did not answer {name!r} within {method.timeout_s:g} s"
+                f"chit's daemon did not answer {name!r} within {wait:g} s"
             ) from None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise DaemonUnavailable(f"lost the connection to chit's daemon: {exc}") from None
@@ -319,7 +320,7 @@ class RemoteEngine:
     async def tools(self, server: str, *, timeout: float | None = None) -> ToolsInfo:
         """See ``Engine.tools``."""
         info: ToolsInfo = await self._request(
-            "tools", rpc.ToolsParams(server=server, timeout=timeout)
+            "tools", rpc.ToolsParams(server=server, timeout=timeout), (timeout or 0) + 15
         )
         return info
 

@@ -207,11 +207,32 @@ def rotate(path: Path, max_bytes: int = LOG_MAX_BYTES, keep: int = LOG_KEEP) -> 
             os.replace(newer, older)
 
 
-def wait_until_gone(paths: DaemonPaths, timeout: float) -> bool:
-    """Block until no daemon holds the lock (True) or ``timeout`` passes (False)."""
+def wait_until_gone(paths: DaemonPaths, timeout: float, pid: int | None = None) -> bool:
+    """Block until no daemon holds the lock and ``pid`` (if given) has exited.
+
+    Returns:
+        True when it is gone, False when ``timeout`` passed first.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not lock_is_held(paths.lock):
+        if not lock_is_held(paths.lock) and (pid is None or not _running(pid)):
             return True
         time.sleep(0.05)
-    return not lock_is_held(paths.lock)
+    return not lock_is_held(paths.lock) and (pid is None or not _running(pid))
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs (a child of ours that exited is reaped here)."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

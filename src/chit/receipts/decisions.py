@@ -154,6 +154,8 @@ def _lost_or_unreadable(r: Receipt, now: datetime) -> Decision | None:
             if condition is RetrievalCondition.VANISHED
             else ("expired (its TTL ran out)")
         )
+        if condition is RetrievalCondition.VANISHED and r.retrieval_error:
+            what += f" ({r.retrieval_error})"
         return Decision(
             Action.RECOVER,
             Actor.USER,

@@ -30,6 +30,7 @@ from chit.tasks.client import (
     InputHandler,
     Mode,
     ServerSpec,
+    StdioServer,
     TaskClient,
     TransientError,
 )
@@ -79,6 +80,18 @@ class _Conn:
     not_before: float = 0.0
     last_error: str | None = None
     connected_at: datetime | None = None
+    stdio: bool = False
+    last_used: float = 0.0
+
+
+LOST_WITH_DAEMON = (
+    "the server process ended with chit's daemon (or the chit command that ran it): "
+    "a stdio server's tasks live only as long as its process, and this one ended with it"
+)
+LOST_WITH_RESTART = (
+    "the server process that ran this task ended (it exited or was restarted) and its "
+    "tasks ended with it: a stdio server's tasks live only as long as its process"
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,8 @@ class ConnectionState:
         failures: consecutive failed attempts since the last success.
         last_error: why the last attempt or request failed.
         retry_in_s: seconds before the backoff allows another attempt (0: now).
+        stdio: the server is a child process (known once a connection was tried).
+        idle_s: seconds since the session was last used.
     """
 
     server: str
@@ -99,6 +114,8 @@ class ConnectionState:
     failures: int
     last_error: str | None
     retry_in_s: float
+    stdio: bool = False
+    idle_s: float = 0.0
 
 
 class ConnectionPool:
@@ -134,6 +151,7 @@ class ConnectionPool:
         self._rng = random.Random()
         self.protocol = ProtocolLog()
         """The last JSON-RPC messages of every server (the TUI's protocol pane)."""
+        self.started_at = self.clock.now()
 
     def _conn(self, server: str) -> _Conn:
         conn = self._conns.get(server)
@@ -152,8 +170,13 @@ class ConnectionPool:
         ``urgent`` (a hint-triggered check) is served before every ordinary waiter;
         ``key`` lets :meth:`promote` find this waiter while it is queued.
         """
-        async with self._conn(server).limiter.hold(urgent=urgent, key=key):
-            yield
+        conn = self._conn(server)
+        async with conn.limiter.hold(urgent=urgent, key=key):
+            conn.last_used = self.clock.monotonic()
+            try:
+                yield
+            finally:
+                conn.last_used = self.clock.monotonic()
 
     def promote(self, server: str, key: Hashable) -> bool:
         """Make a queued check urgent; True when it had not started yet."""
@@ -165,14 +188,33 @@ class ConnectionPool:
         conn = self._conns.get(server)
         if conn is None:
             return ConnectionState(server, False, None, 0, None, 0.0)
+        now = self.clock.monotonic()
         return ConnectionState(
             server,
             conn.client is not None,
             conn.connected_at,
             conn.failures,
             conn.last_error,
-            max(0.0, conn.not_before - self.clock.monotonic()),
+            max(0.0, conn.not_before - now),
+            conn.stdio,
+            max(0.0, now - conn.last_used) if conn.client is not None else 0.0,
         )
+
+    def lost_with_process(self, server: str, accepted_at: datetime) -> str | None:
+        """Why a task a stdio server no longer knows is gone, when its process ended.
+
+        A stdio server's tasks live in its process. When the session that answered is
+        newer than the task, the task was started by an earlier process of the server —
+        one that ended with chit's daemon (the task predates this engine) or that exited
+        or was restarted since. None when that is not what happened (an HTTP server, or
+        the same process lost the task: the server's word stands).
+        """
+        conn = self._conns.get(server)
+        if conn is None or not conn.stdio or conn.connected_at is None:
+            return None
+        if accepted_at >= conn.connected_at:
+            return None
+        return LOST_WITH_DAEMON if accepted_at < self.started_at else LOST_WITH_RESTART
 
     def servers(self) -> list[str]:
         """Names of the servers this pool has tried to reach."""
@@ -193,6 +235,7 @@ class ConnectionPool:
             IncompatibleError: the server is no longer registered.
         """
         conn = self._conn(server)
+        conn.last_used = self.clock.monotonic()
         if conn.client is not None:
             return conn.client
         async with conn.lock:
@@ -205,6 +248,7 @@ class ConnectionPool:
                     method="initialize",
                 )
             spec = self._spec(server)
+            conn.stdio = isinstance(spec, StdioServer)
             conn.stop, conn.closed = anyio.Event(), anyio.Event()
             try:
                 client: TaskClient = await self._tg.start(self._own, spec, conn, server)
@@ -219,6 +263,7 @@ class ConnectionPool:
                 raise TransientError(f"cannot connect: {exc}", method="initialize") from exc
             conn.client = client
             conn.connected_at = self.clock.now()
+            conn.last_used = self.clock.monotonic()
             return client
 
     def _spec(self, server: str) -> ServerSpec:

@@ -1,7 +1,9 @@
 """The lease: one active reconciler per home; everyone else is a viewer.
 
 The holder refreshes a heartbeat every ``heartbeat_s``; a lease whose heartbeat is older
-than ``stale_after_s`` belongs to a dead process and may be taken over. A holder that
+than ``stale_after_s`` belongs to a dead process and may be taken over — and so may, at
+once, a lease whose holder is a process of this host that no longer exists (a daemon
+killed by SIGKILL: its successor need not wait out the window). A holder that
 finds its lease taken (it was paused longer than the staleness window) stops
 reconciling at once rather than competing.
 """
@@ -18,6 +20,19 @@ from chit.store.lease_repo import LeaseRepository, LeaseRow
 
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 10.0
+
+
+def holder_gone(row: LeaseRow) -> bool:
+    """True when the holder is a process of this host that no longer exists."""
+    if row.host != socket.gethostname() or row.pid == os.getpid() or row.pid <= 0:
+        return False
+    try:
+        os.kill(row.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive but not ours to signal
+        return False
+    return False
 
 
 class Lease:
@@ -48,6 +63,7 @@ class Lease:
             pid=os.getpid(),
             now=self.clock.now(),
             stale_after_s=self.stale_after_s,
+            holder_gone=holder_gone,
         )
         self.held = won
         return won

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -325,7 +326,14 @@ class Reconciler:
         except TaskError as exc:
             if exc.failure_class == "transient":
                 self.pool.broken(receipt.server)
-            return await self.writer.submit(receipt_id, [failure_event(exc, source)], base=receipt)
+            event = failure_event(exc, source)
+            if exc.failure_class == "lost":
+                # A stdio server's task that died with an earlier process of the server
+                # is said so in words (what happened, not just "unknown task").
+                ended = self.pool.lost_with_process(receipt.server, receipt.accepted_at)
+                if ended is not None:
+                    event = dataclasses.replace(event, message=ended)
+            return await self.writer.submit(receipt_id, [event], base=receipt)
         except Exception as exc:
             # Anything else (a bug, a resolver surprise) is still recorded, with backoff:
             # a check that writes nothing would leave the receipt due, checked every tick.

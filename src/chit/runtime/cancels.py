@@ -58,10 +58,11 @@ class Cancels:
             if exc.failure_class == "incompatible":
                 events = [CancelUnsupported(reason=exc.message)]
             elif exc.failure_class == "lost":
+                ended = self.pool.lost_with_process(receipt.server, receipt.accepted_at)
                 events = [
                     RetrievalFailed(
                         condition=RetrievalCondition.VANISHED,
-                        message=exc.message,
+                        message=ended or exc.message,
                         error_code=exc.code,
                         source=ObservationSource.CANCEL,
                     )

@@ -9,6 +9,7 @@ from chit.errors import ChitError, NotFound
 from chit.home import Home
 from chit.reconcile import ConnectionPool, HandleBook, SpecResolver
 from chit.reconcile.sweep import sweep_existing
+from chit.runtime.server_logs import open_server_log
 from chit.servers import Registry
 from chit.servers.tools import ServerProtocolError, ServerUnreachable
 from chit.store import Store
@@ -37,6 +38,8 @@ def registry_resolver(
             env=dict(resolved.env) if resolved.env else None,
             cwd=resolved.cwd,
             label=name,
+            # Its stderr is its own business: to logs/servers/NAME.log, never a terminal.
+            stderr=open_server_log(home, name),
         )
 
     return resolve

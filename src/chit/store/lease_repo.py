@@ -8,6 +8,7 @@ one ``BEGIN IMMEDIATE`` transaction, so two processes can never both believe the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -69,8 +70,12 @@ class LeaseRepository:
         now: datetime,
         stale_after_s: float,
         name: str = RECONCILER,
+        holder_gone: Callable[[LeaseRow], bool] | None = None,
     ) -> tuple[bool, LeaseRow]:
-        """Take the lease if it is free, stale, or already ours.
+        """Take the lease if it is free, stale, already ours, or its holder is gone.
+
+        ``holder_gone`` is asked inside the transaction, so two processes that both see
+        a dead holder cannot both win: the second finds the first's live row.
 
         Returns:
             ``(won, row)`` — ``row`` is the lease as stored afterwards (the live
@@ -78,7 +83,12 @@ class LeaseRepository:
         """
         with immediate(self._db):
             held = _row(fetch_one(self._db, "SELECT * FROM lease WHERE name = ?", [name]))
-            if held is not None and held.owner != owner and not held.is_stale(now, stale_after_s):
+            if (
+                held is not None
+                and held.owner != owner
+                and not held.is_stale(now, stale_after_s)
+                and not (holder_gone is not None and holder_gone(held))
+            ):
                 return False, held
             stamp = clock.iso(now)
             acquired = stamp if held is None or held.owner != owner else clock.iso(held.acquired_at)
