@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chit.home import Home
+from chit.home import Home, ensure_private_dir
 from chit.runtime.server_logs import rotate, server_log_path
 from tests.daemon_support import alive, chit, daemon_env, daemon_home, wait_gone
 
@@ -69,7 +69,8 @@ def test_server_stderr_goes_to_its_log_never_the_terminal(home: Path, tmp_path: 
 def test_logs_follow_prints_new_lines_and_survives_rotation(home: Path, tmp_path: Path) -> None:
     _register_noisy(home, "noisy", tmp_path / "t.db")
     log = server_log_path(Home(home), "noisy")
-    log.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(log.parent.parent)
+    ensure_private_dir(log.parent)
     log.write_text("first line\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "chit", "logs", "noisy", "-f"],
@@ -162,7 +163,8 @@ def test_install_writes_the_unit_and_says_how_to_enable_it(home: Path, tmp_path:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="orphans are found through /proc (Linux)")
 def test_a_dead_daemons_orphaned_server_is_terminated(home: Path) -> None:
     log = server_log_path(Home(home), "stray")
-    log.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(log.parent.parent)
+    ensure_private_dir(log.parent)
     # A server left behind: its own session, its stderr in the home's server logs, its
     # parent gone (the shell that started it exits at once).
     code = (

@@ -155,9 +155,10 @@ def demo(ctx: click.Context, headless_seconds: float | None, keep: bool) -> None
     import tempfile
     import time
 
-    root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
     from chit.cli.engine import use_daemon
 
+    root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
+    code = 0
     try:
         prepare_home(root)
         run = DemoRun(root, use_daemon=use_daemon(ctx))

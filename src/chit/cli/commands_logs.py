@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from chit.cli.context import home_of
-from chit.errors import ExitCode, NotFound
+from chit.errors import ExitCode, NotFound, UsageError
 
 FOLLOW_POLL_S = 0.25
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
@@ -65,6 +65,13 @@ def logs(ctx: click.Context, name: str, follow: bool, lines: int) -> None:
         if not follow:
             click.echo(f"chit: {name} has written nothing to stderr yet ({path})", err=True)
             return
+    if path.exists():
+        from chit.files import NotRegularFile, check_regular
+
+        try:
+            check_regular(path)
+        except NotRegularFile as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     text, offset = _tail(path, lines) if path.exists() else ("", 0)
     click.echo(_clean(text), nl=False)
     if not follow:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 from pathlib import Path
 from typing import TextIO
 
 from chit import clock
+from chit.errors import ChitError
+from chit.files import open_regular
 from chit.home import Home, ensure_private_dir
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -41,8 +44,18 @@ def open_server_log(home: Home, name: str) -> TextIO:
         handle = _open.get(path)
         if handle is not None and not handle.closed:
             return handle
-        ensure_private_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        ensure_private_dir(path.parent.parent)  # logs/ too: a parent made on the way
+        ensure_private_dir(path.parent)  # would get the umask's mode, not 0700
+        # O_NONBLOCK: a FIFO planted here must fail, not hang the engine (a regular
+        # file ignores the flag); anything but a regular file is refused.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            raise ChitError(f"cannot open the server log {path}: {exc.strerror}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ChitError(f"cannot use the server log {path}: it is not a regular file")
         handle = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         _open[path] = handle
         return handle
@@ -51,9 +64,10 @@ def open_server_log(home: Home, name: str) -> TextIO:
 def rotate(path: Path, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> bool:
     """Copy-and-truncate ``path`` once it passed ``max_bytes``; True when it did."""
     try:
-        if path.stat().st_size <= max_bytes:
-            return False
+        info = path.lstat()
     except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size <= max_bytes:
         return False
     for n in range(keep, 1, -1):
         newer = path.with_name(f"{path.name}.{n - 1}")
@@ -82,12 +96,11 @@ def last_line(home: Home, name: str) -> str:
     """The last non-empty line a server wrote to stderr recently ("" when none), bounded."""
     path = server_log_path(home, name)
     try:
-        if clock.wall() - path.stat().st_mtime > RECENT_S:
-            return ""
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 2048))
-            tail = handle.read().decode("utf-8", "replace")
+        with open_regular(path) as (fd, st):  # a FIFO here must not hang anyone
+            if clock.wall() - st.st_mtime > RECENT_S:
+                return ""
+            os.lseek(fd, max(0, st.st_size - 2048), os.SEEK_SET)
+            tail = os.read(fd, 2048).decode("utf-8", "replace")
     except OSError:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
