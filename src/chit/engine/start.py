@@ -169,10 +169,14 @@ async def _wait_for(paths: DaemonPaths, process: subprocess.Popen[bytes] | None)
 
 
 def _raise_start_failure(paths: DaemonPaths, code: int | None) -> None:
-    last = last_line(paths.log)
     if code == 0:
         # It found another daemon holding the lock: that one will answer soon.
         return
+    if code is not None and code < 0:
+        raise DaemonUnavailable(
+            f"chit's daemon was killed (signal {-code}) while starting; see {paths.log}"
+        )
+    last = last_line(paths.log)
     message = last.removeprefix("chit: ") if last else f"chit's daemon exited with code {code}"
     try:
         exit_code = ExitCode(code) if code is not None else ExitCode.UNREACHABLE

@@ -92,6 +92,10 @@ LOST_WITH_RESTART = (
     "the server process that ran this task ended (it exited or was restarted) and its "
     "tasks ended with it: a stdio server's tasks live only as long as its process"
 )
+LOST_WITH_SESSION = (
+    "the server no longer knows this task: it was started in an earlier session (one "
+    "that ended with chit's daemon, or a reconnect), and this server keeps tasks per session"
+)
 
 
 @dataclass(frozen=True)
@@ -200,20 +204,25 @@ class ConnectionPool:
             max(0.0, now - conn.last_used) if conn.client is not None else 0.0,
         )
 
-    def lost_with_process(self, server: str, accepted_at: datetime) -> str | None:
-        """Why a task a stdio server no longer knows is gone, when its process ended.
+    def lost_with_process(
+        self, server: str, accepted_at: datetime, expires_at: datetime | None = None
+    ) -> str | None:
+        """Why a task the server no longer knows is gone, when its session is newer.
 
-        A stdio server's tasks live in its process. When the session that answered is
+        A stdio server's tasks live in its process: when the session that answered is
         newer than the task, the task was started by an earlier process of the server —
         one that ended with chit's daemon (the task predates this engine) or that exited
-        or was restarted since. None when that is not what happened (an HTTP server, or
-        the same process lost the task: the server's word stands).
+        or was restarted since. An HTTP server that answers "unknown task" for a task of
+        an earlier session keeps tasks per session. None when the session that answered
+        is the task's own: the server's word stands.
         """
         conn = self._conns.get(server)
-        if conn is None or not conn.stdio or conn.connected_at is None:
+        if conn is None or conn.connected_at is None or accepted_at >= conn.connected_at:
             return None
-        if accepted_at >= conn.connected_at:
-            return None
+        if expires_at is not None and self.clock.now() >= expires_at:
+            return None  # its TTL ran out: that is why it is gone
+        if not conn.stdio:
+            return LOST_WITH_SESSION
         return LOST_WITH_DAEMON if accepted_at < self.started_at else LOST_WITH_RESTART
 
     def servers(self) -> list[str]:

@@ -330,7 +330,9 @@ class Reconciler:
             if exc.failure_class == "lost":
                 # A stdio server's task that died with an earlier process of the server
                 # is said so in words (what happened, not just "unknown task").
-                ended = self.pool.lost_with_process(receipt.server, receipt.accepted_at)
+                ended = self.pool.lost_with_process(
+                    receipt.server, receipt.accepted_at, receipt.expires_at
+                )
                 if ended is not None:
                     event = dataclasses.replace(event, message=ended)
             return await self.writer.submit(receipt_id, [event], base=receipt)

@@ -58,7 +58,9 @@ class Cancels:
             if exc.failure_class == "incompatible":
                 events = [CancelUnsupported(reason=exc.message)]
             elif exc.failure_class == "lost":
-                ended = self.pool.lost_with_process(receipt.server, receipt.accepted_at)
+                ended = self.pool.lost_with_process(
+                    receipt.server, receipt.accepted_at, receipt.expires_at
+                )
                 events = [
                     RetrievalFailed(
                         condition=RetrievalCondition.VANISHED,
