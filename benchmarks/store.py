@@ -5,7 +5,9 @@ Run: ``.venv/bin/python benchmarks/store.py [--slices N] [--per-slice N] [--rows
 1. Raw sqlite3 baseline: BEGIN IMMEDIATE; two INSERTs; COMMIT — same pragmas as the store
    (WAL, synchronous=FULL, foreign_keys=ON, busy timeout).
 2. ``Store.receipts.insert(receipt, blob, fp, [first_observation])`` — a full receipt
-   (pydantic ``doc`` JSON + projections) and its first observation, one transaction.
+   (pydantic ``doc`` JSON + projections) and its first observation, one transaction;
+   receipts in all five states (the figure comparable with earlier runs), and again as
+   the server's acceptance makes them (all ``working``).
    Models are built before the clock starts: this measures the store, not pydantic.
 3. ``record_acceptance`` (receipt + accepted intent + first observation) for reference.
    All three in interleaved slices (the ratio is the median of per-slice ratios), with
@@ -56,7 +58,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STATES = list(LifecycleState)
 
 
-def receipt(i: int) -> Receipt:
+def receipt(i: int, state: LifecycleState | None = None) -> Receipt:
     at = T0 + timedelta(milliseconds=i * 37)
     return Receipt(
         receipt_id=f"01J{i:012d}",
@@ -68,7 +70,7 @@ def receipt(i: int) -> Receipt:
         protocol=TaskProtocol.EXTENSION,
         accepted_at=at,
         status_at=at,
-        state=STATES[i % len(STATES)],
+        state=state or STATES[i % len(STATES)],
         next_check_at=at + timedelta(seconds=5),
         handle=HandleRef(fingerprint="0123456789ab", key_id="00" * 8),
     )
@@ -130,19 +132,24 @@ class RawWriter:
 class StoreWriter:
     """The repository path: a full receipt and its first observation (and intent)."""
 
-    def __init__(self, home: Path, accept: bool, synchronous: str = "FULL") -> None:
+    def __init__(
+        self, home: Path, accept: bool, synchronous: str = "FULL", *, new_task: bool = False
+    ) -> None:
         self.store = Store.open(Home(home))
         self.path = self.store.path
         self.conn = self.store.db.conn
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
         self.accept = accept
+        # new_task: every receipt as the server's acceptance makes it (working), instead
+        # of the comparable figure's mix of all five states.
+        self.state = LifecycleState.WORKING if new_task else None
         self.next = 0
         self._rows: list[tuple[Receipt, Observation, Intent]] = []
 
     def prepare(self, n: int) -> None:
         """Build the next ``n`` models before the clock starts (pydantic is not measured)."""
         first = self.next + len(self._rows)
-        receipts = [receipt(i) for i in range(first, first + n)]
+        receipts = [receipt(i, self.state) for i in range(first, first + n)]
         self._rows.extend((r, observation(r), intent(r)) for r in receipts)
 
     def commit(self, _: int = 0) -> None:
@@ -286,11 +293,15 @@ def main() -> None:
         full: dict[str, Writer] = {
             "raw": RawWriter(base / "raw.db"),
             "insert": StoreWriter(base / "ins", accept=False),
+            "new task": StoreWriter(base / "new", accept=False, new_task=True),
             "accept": StoreWriter(base / "acc", accept=True),
         }
         off: dict[str, Writer] = {
             "raw": RawWriter(base / "raw-off.db", "OFF"),
             "insert": StoreWriter(base / "ins-off", accept=False, synchronous="OFF"),
+            "new task": StoreWriter(
+                base / "new-off", accept=False, synchronous="OFF", new_task=True
+            ),
             "accept": StoreWriter(base / "acc-off", accept=True, synchronous="OFF"),
         }
         for writer in (*full.values(), *off.values()):
@@ -313,6 +324,7 @@ def main() -> None:
         labels = {
             "raw": "raw sqlite3 two-row commit",
             "insert": "receipts.insert (receipt + 1st observation)",
+            "new task": "  … every receipt a new task (working)",
             "accept": "record_acceptance (+ intent)",
         }
         for name, label in labels.items():
