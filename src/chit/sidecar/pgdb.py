@@ -167,30 +167,64 @@ def _errors_of() -> tuple[type[BaseException], ...]:
     return (psycopg.OperationalError, PoolTimeout)
 
 
+POOL_WAIT_S = 15.0
+"""How long a call waits for a pooled connection: request threads outnumber connections,
+and write transactions queue on the writer lock holding theirs, so a burst waits."""
 FAIL_FAST_S = 1.0
 """After a database was unreachable, its calls fail at once for this long (not each
 after the pool's timeout)."""
 _down: dict[str, tuple[float, str]] = {}
 
 
+def _probe(url: str) -> str | None:
+    """Why a fresh connection to ``url`` fails right now (2 s at most), or None."""
+    psycopg = load_psycopg()
+    try:
+        psycopg.connect(split_url(url)[0], connect_timeout=2, autocommit=True).close()
+    except psycopg.OperationalError as exc:
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
+
+
+def _unreachable(url: str, reason: str) -> StoreUnreachable:
+    message = f"the sidecar store is unavailable: {reason}"
+    if url:
+        _down[url] = (time.monotonic() + FAIL_FAST_S, message)
+    return StoreUnreachable(message)
+
+
 @contextmanager
 def unreachable_as_store_error(url: str = "") -> Iterator[None]:
-    """Turn "cannot reach the database" into :class:`StoreUnreachable` (one line)."""
+    """Turn "cannot reach the database" into :class:`StoreUnreachable` (one line).
+
+    While a database is known to be down, calls fail at once for :data:`FAIL_FAST_S`,
+    then a quick direct probe (not the pool's long wait) decides whether to try again.
+    A pool with every connection busy is told apart from an outage by the same probe.
+    """
+    from psycopg_pool import PoolTimeout
+
     errors = _errors_of()
     down = _down.get(url)
-    if down is not None and time.monotonic() < down[0]:
-        raise StoreUnreachable(down[1])
+    if down is not None:
+        if time.monotonic() < down[0]:
+            raise StoreUnreachable(down[1])
+        reason = _probe(url)
+        if reason is not None:
+            raise _unreachable(url, reason)
+        _down.pop(url, None)
     try:
         yield
     except StoreUnavailable as exc:
         raise StoreUnreachable(f"the sidecar store is unavailable: {exc.reason}") from exc
+    except PoolTimeout as exc:
+        reason = _probe(url) if url else None
+        if reason is not None:
+            raise _unreachable(url, reason) from exc
+        # Every connection busy for POOL_WAIT_S (a burst queued on the writer lock): the
+        # database answers, so the next calls must not fail at once.
+        raise StoreUnreachable(f"the sidecar store is busy: {exc}") from exc
     except errors as exc:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        message = f"the sidecar store is unavailable: {text}"
-        if url:
-            _down[url] = (time.monotonic() + FAIL_FAST_S, message)
-        raise StoreUnreachable(message) from exc
-    _down.pop(url, None)
+        raise _unreachable(url, " ".join(str(exc).split()) or type(exc).__name__) from exc
 
 
 def _pool_for(url: str) -> Any:
@@ -218,7 +252,7 @@ def _pool_for(url: str) -> Any:
             min_size=1,
             max_size=int(options.get("pool_size", DEFAULT_POOL_SIZE)),
             kwargs={**kwargs, "row_factory": _row_factory},
-            timeout=5.0,
+            timeout=POOL_WAIT_S,
             check=ConnectionPool.check_connection,
             reconnect_timeout=24 * 3600,
             open=False,

@@ -166,7 +166,9 @@ class PostgresTaskStore:
             raise StoreUnavailable(self._down[1])
         try:
             yield
-        except (self._psycopg.OperationalError, PoolTimeout) as exc:
+        except PoolTimeout as exc:  # every connection busy: the database itself answers
+            raise StoreUnavailable(f"no free connection: {exc}") from exc
+        except self._psycopg.OperationalError as exc:
             text = str(exc).strip()
             reason = text.splitlines()[0] if text else type(exc).__name__
             self._down = (time.monotonic() + FAIL_FAST_S, reason)
