@@ -25,6 +25,7 @@ from chit.proxy.models import (
     AttachParams,
     ForwardParams,
     GaveUpParams,
+    HostAnswerParams,
     HostParams,
     InputParams,
     NoticeParams,
@@ -93,6 +94,7 @@ class ProxyMethods:
             "proxy.cancel": self.cancel,
             "proxy.start": self.start,
             "proxy.outcome": self.outcome,
+            "proxy.answer": self.answer,
             "proxy.gave_up": self.gave_up,
             "proxy.hosts": self.hosts,
         }
@@ -143,6 +145,11 @@ class ProxyMethods:
         """The full result of a finished task."""
         del conn
         return await self.side.starts.outcome(p.receipt_id)
+
+    async def answer(self, p: HostAnswerParams, conn: Connection) -> Any:
+        """The host's reply to a prompt, passed on as given."""
+        del conn
+        return await self.side.starts.answer(p.receipt_id, p.key, p.reply)
 
     async def gave_up(self, p: GaveUpParams, conn: Connection) -> Any:
         """The host stopped waiting for a task."""

@@ -79,16 +79,8 @@ class ProxyBackend(Protocol):
         """The receipt's changes from now on."""
         ...
 
-    async def answer(
-        self,
-        receipt_id: str,
-        key: str,
-        content: dict[str, Any] | None,
-        *,
-        decline: bool = False,
-        cancel: bool = False,
-    ) -> Receipt:
-        """Answer one of the receipt's pending input requests."""
+    async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
+        """Pass the host's reply to one of the receipt's prompts on, as it gave it."""
         ...
 
     async def cancel(self, receipt_id: str) -> Receipt:
@@ -176,19 +168,9 @@ class LocalBackend:
         async with self.side.engine.events(receipt_id=receipt_id) as stream:
             yield stream
 
-    async def answer(
-        self,
-        receipt_id: str,
-        key: str,
-        content: dict[str, Any] | None,
-        *,
-        decline: bool = False,
-        cancel: bool = False,
-    ) -> Receipt:
-        """See :meth:`ProxyBackend.answer`."""
-        return await self.side.engine.answer(
-            receipt_id, key, content, decline=decline, cancel=cancel
-        )
+    async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
+        """See :meth:`ProxyBackend.answer_for_host`."""
+        return await self.side.starts.answer(receipt_id, key, reply)
 
     async def cancel(self, receipt_id: str) -> Receipt:
         """See :meth:`ProxyBackend.cancel`."""

@@ -4,7 +4,7 @@ The call still becomes a task on the server (intent first, a receipt), so it sur
 the host: its timeout, its cancel, its exit. Meanwhile the host's request stays open:
 
 * progress notifications go out on every change of the receipt and every
-  :data:`HEARTBEAT_S` seconds (when the host gave a ``progressToken``) — most hosts
+  :func:`heartbeat_s` seconds (when the host gave a ``progressToken``) — most hosts
   reset their request timeout on progress;
 * a prompt of the server is asked of the host (``elicitation/create`` on the call) when
   the server's ``prompts`` setting allows and the host can answer; otherwise it waits in
@@ -21,6 +21,7 @@ result later (the sidecar's ``receipt_result``). Only the server's ``host_cancel
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,8 +41,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chit.proxy")
 
-HEARTBEAT_S = 5.0
-"""Seconds between progress notifications while nothing changes."""
+DEFAULT_HEARTBEAT_S = 5.0
+
+
+def heartbeat_s() -> float:
+    """Seconds between progress notifications while nothing changes.
+
+    ``CHIT_PROXY_HEARTBEAT_S`` overrides the default (5 s) for hosts with very short
+    request timeouts; an unusable value keeps the default.
+    """
+    try:
+        value = float(os.environ.get("CHIT_PROXY_HEARTBEAT_S", "") or DEFAULT_HEARTBEAT_S)
+    except ValueError:
+        return DEFAULT_HEARTBEAT_S
+    return value if 0.1 <= value <= 3600 else DEFAULT_HEARTBEAT_S
 
 
 class Held:
@@ -56,6 +69,7 @@ class Held:
         self.changed = anyio.Event()
         self.asking: dict[str, anyio.CancelScope] = {}
         self.step = 0
+        self.heartbeat = heartbeat_s()
 
     async def wait(self) -> Receipt:
         """Until the receipt ends (or is lost); progress and prompts meanwhile."""
@@ -78,7 +92,7 @@ class Held:
                     break
                 self._ask(tg, receipt)
                 self.changed = anyio.Event()
-                with anyio.move_on_after(HEARTBEAT_S):
+                with anyio.move_on_after(self.heartbeat):
                     await self.changed.wait()
             tg.cancel_scope.cancel()
         return receipt
@@ -125,16 +139,8 @@ class Held:
                 return
             finally:
                 self.host.routes.pop(route, None)
-            action = reply.get("action")
-            content = reply.get("content")
             try:
-                await self.host.backend.answer(
-                    self.rid,
-                    key,
-                    content if action == "accept" and isinstance(content, dict) else None,
-                    decline=action == "decline",
-                    cancel=action not in ("accept", "decline"),
-                )
+                await self.host.backend.answer_for_host(self.rid, key, reply)
             except ChitError as exc:
                 log.info("the host's answer was not delivered: %s", exc.message)
 
@@ -152,7 +158,7 @@ async def held_call(host: ProxyHost, ctx: Ctx, params: dict[str, Any]) -> dict[s
         if not is_cancellation(exc):
             raise
         with anyio.CancelScope(shield=True):
-            why = "went away" if host.closing else "cancelled its request"
+            why = "cancelled its call, timed out or went away"
             try:
                 await host.backend.gave_up(rid, why)
             except ChitError as exc:

@@ -184,16 +184,10 @@ class Mirror:
             if host_key in self.sent or request is None or not request.is_pending:
                 continue
             self.sent.add(host_key)
-            action = reply.get("action") if isinstance(reply, dict) else None
-            content = reply.get("content") if isinstance(reply, dict) else None
+            if not isinstance(reply, dict):
+                continue
             try:
-                await self.host.backend.answer(
-                    self.rid,
-                    key,
-                    content if action == "accept" and isinstance(content, dict) else None,
-                    decline=action == "decline",
-                    cancel=action not in ("accept", "decline"),
-                )
+                await self.host.backend.answer_for_host(self.rid, key, reply)
             except UsageError as exc:  # it does not fit the form: ask again
                 log.info("host answer to %s refused: %s", self.rid, exc.message)
                 self.refused[host_key] = f"Answer refused ({exc.message}); asked again"

@@ -154,6 +154,14 @@ class ReceiptParams(_Model):
     receipt_id: str
 
 
+class HostAnswerParams(_Model):
+    """``proxy.answer``: the host's reply to one of the receipt's prompts, as it gave it."""
+
+    receipt_id: str
+    key: str
+    reply: dict[str, Any]
+
+
 class GaveUpParams(_Model):
     """``proxy.gave_up``: the host stopped waiting for a call that is a task."""
 

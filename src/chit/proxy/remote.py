@@ -29,6 +29,7 @@ from chit.proxy.models import (
     ConnectedHost,
     ForwardParams,
     GaveUpParams,
+    HostAnswerParams,
     HostParams,
     InputParams,
     NoticeParams,
@@ -99,6 +100,12 @@ class RemoteBackend(RemoteEngine):
         """See :meth:`ProxyBackend.outcome`."""
         answer: Answer = await self._request("proxy.outcome", ReceiptParams(receipt_id=receipt_id))
         return answer
+
+    async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
+        """See :meth:`ProxyBackend.answer_for_host`."""
+        params = HostAnswerParams(receipt_id=receipt_id, key=key, reply=reply)
+        receipt: Receipt = await self._request("proxy.answer", params)
+        return receipt
 
     async def gave_up(self, receipt_id: str, why: str) -> Receipt:
         """See :meth:`ProxyBackend.gave_up`."""

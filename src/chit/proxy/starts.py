@@ -35,7 +35,6 @@ from chit.receipts import (
     new_intent,
     new_request_key,
 )
-from chit.reconcile import result_json
 from chit.redaction import redact
 from chit.runtime import Supervisor
 from chit.runtime.servers import connect
@@ -204,7 +203,31 @@ class Starts:
             return Answer(error=redactor.value(error))
         if outcome.result is None:
             return _summary(receipt)
-        return Answer(result=redactor.value(result_json(outcome.result)))
+        # As the server sent it (fields it left out stay out), without its related-task
+        # _meta: that names the server's handle; the host's own task carries chit's id.
+        result = outcome.result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+        meta = dict(result.pop("_meta", None) or {})
+        meta.pop(wire.META_RELATED_TASK, None)
+        if meta:
+            result["_meta"] = meta
+        return Answer(result=redactor.value(result))
+
+    async def answer(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
+        """Pass the host's reply to a prompt on as given (the server judges it).
+
+        Raises:
+            UsageError: not an elicitation result. Conflict: nothing pending under
+                ``key`` (e.g. answered in chit first).
+        """
+        action = reply.get("action")
+        content = reply.get("content")
+        if action == "accept":
+            return await self.sup.answers.answer(
+                receipt_id, key, content if isinstance(content, dict) else {}, validate=False
+            )
+        return await self.sup.answers.answer(
+            receipt_id, key, None, decline=action == "decline", cancel=action != "decline"
+        )
 
     async def gave_up(self, att: Attachment, receipt_id: str, why: str) -> Receipt:
         """The host stopped waiting for a task it started: note it; cancel if configured."""

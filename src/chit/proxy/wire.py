@@ -124,7 +124,12 @@ def for_host(method: str, result: dict[str, Any], host: str, upstream: str) -> d
 
 
 def annotate_tools(result: dict[str, Any], support: dict[str, str]) -> dict[str, Any]:
-    """Give a 2025 host each tool's ``execution.taskSupport`` as chit will honour it."""
+    """Give a 2025 host each tool's ``execution.taskSupport`` as chit will honour it.
+
+    For a 2025 server that is the server's own; for a 2026 server every tool may become
+    a task (``optional``). A ``required`` tool stays ``required``, as the host would see
+    it directly (a host that refuses to call it plainly would refuse directly too).
+    """
     tools = result.get("tools")
     if not isinstance(tools, list):
         return result

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import anyio
 from mcp_types import ElicitResult
+from pydantic import ValidationError
 
 from chit.clock import Clock, current_clock
 from chit.errors import Conflict, NotFound, UsageError
@@ -76,8 +77,13 @@ class Answers:
         *,
         decline: bool = False,
         cancel: bool = False,
+        validate: bool = True,
     ) -> Receipt:
         """Answer (or decline / cancel) a pending input request.
+
+        ``validate=False`` leaves the judgement to the server (``chit proxy`` passes a
+        host's answer on as the host gave it, as it would reach the server directly);
+        the answer must still be a well-formed elicitation result.
 
         Raises:
             UsageError: the answer does not fit the request's schema, or the key is ambiguous.
@@ -89,10 +95,13 @@ class Answers:
         if action == "accept":
             if content is None:
                 raise UsageError("give the answer (--json), or --decline / --cancel")
-            errors = validate_answer(request.requested_schema, content)
+            errors = validate_answer(request.requested_schema, content) if validate else []
             if errors:
                 raise UsageError("the answer does not fit the request: " + "; ".join(errors))
-        reply = ElicitResult(action=action, content=content if action == "accept" else None)
+        try:
+            reply = ElicitResult(action=action, content=content if action == "accept" else None)
+        except ValidationError as exc:
+            raise UsageError(f"the answer is not a valid elicitation result: {exc}") from None
         task_id = self.handles.task_id(receipt)
         rid = receipt.receipt_id
         if receipt.protocol is TaskProtocol.EXTENSION:

@@ -1,0 +1,111 @@
+"""Hosts without task support: a call of a task tool is held open, and survives the host.
+
+* An ``mcp``-SDK host with no tasks and no elicitation calls ``confirm_delete`` through
+  ``chit proxy``: the call becomes a task on the server, its prompt waits in chit's
+  inbox, ``chit answer`` (another process, through the daemon) answers it, and the
+  host's call returns the result.
+* A TypeScript-SDK host whose request timeout is shorter than the task still gets the
+  result: the proxy keeps its request alive with progress notifications.
+* A host that gives up (timeout, no reset on progress) leaves a receipt that notes it and
+  completes anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests import peers
+from tests.daemon_support import chit, daemon_env
+from tests.proxy_support import PYTHON, demo_args, proxy_home, show, wait_receipt
+
+pytestmark = pytest.mark.timeout(300)
+
+TS_HOST = Path(__file__).parent / "fixtures" / "proxy" / "ts_host.mjs"
+
+
+def test_host_without_tasks_gets_its_answer_from_chits_inbox(tmp_path: Path) -> None:
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        env = daemon_env(home)
+        params = StdioServerParameters(
+            command=PYTHON, args=["-m", "chit", "proxy", "demo"], env=env
+        )
+        answered: dict[str, Any] = {}
+
+        def answer_in_chit() -> None:
+            row = wait_receipt(home, lambda r: r["state"] == "input_required", server="demo")
+            answered["row"] = row
+            ran = chit("answer", row["receipt_id"], "--json", '{"confirm": true}', env=env)
+            assert ran.code == 0, ran.err
+
+        async def host() -> Any:
+            # No elicitation callback: the host cannot be asked; no tasks either.
+            async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.to_thread.run_sync, answer_in_chit)
+                    result = await client.call_tool("confirm_delete", {"filename": "x.txt"})
+                return result
+
+        result = anyio.run(host)
+        assert result.is_error is False
+        assert result.content[0].text == "Deleted x.txt"
+        row = answered["row"]
+        assert row["tool"] == "confirm_delete"
+        assert row["host"]["name"]  # the SDK host's clientInfo
+        detail = show(home, row["receipt_id"])
+        assert detail["state"] == "completed"
+        assert "input_answered" in [t["kind"] for t in detail["timeline"]]
+
+
+def _ts_host(home: Path, mode: str, tool: str, args: dict[str, Any], timeout_ms: int) -> Any:
+    if not peers.EVERYTHING.installed():
+        pytest.skip("server-everything (and its TypeScript SDK) is not installed")
+    node = peers.node22()
+    sdk = peers.EVERYTHING.prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
+    env = daemon_env(home, MCP_TS_SDK=str(sdk), CHIT_PROXY_HEARTBEAT_S="0.5")
+    proxy = [PYTHON, "-m", "chit", "proxy", "demo"]
+    proc = subprocess.run(
+        [str(node), str(TS_HOST), mode, tool, json.dumps(args), str(timeout_ms), "--", *proxy],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.interop
+def test_progress_keeps_a_short_request_timeout_alive(tmp_path: Path) -> None:
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        out = _ts_host(home, "reset", "slow_compute", {"seconds": 6, "label": "p"}, 2000)
+        assert out["ok"], out
+        assert out["result"]["content"][0]["text"] == "Computed p in 6 s"
+        assert out["progress"] >= 3  # the host heard progress, so its 2 s timeout kept resetting
+        row = wait_receipt(home, lambda r: r["tool"] == "slow_compute", server="demo")
+        assert row["host"]["name"] == "ts-host" and row["host"]["version"] == "9.9.9"
+        assert row["host"].get("left_at") is None  # it waited to the end
+
+
+@pytest.mark.interop
+def test_a_host_that_gives_up_leaves_a_receipt_that_completes(tmp_path: Path) -> None:
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        out = _ts_host(home, "strict", "slow_compute", {"seconds": 5, "label": "g"}, 1500)
+        assert not out["ok"] and "timed out" in out["error"].lower(), out
+        row = wait_receipt(
+            home,
+            lambda r: r["state"] == "completed" and (r["host"] or {}).get("left_at"),
+            server="demo",
+        )
+        assert row["cancel"]["posture"] == "not_requested"  # giving up cancels nothing
+        detail = show(home, row["receipt_id"])
+        notes = [t for t in detail["timeline"] if t["kind"] == "host"]
+        assert len(notes) == 1 and "ts-host 9.9.9 stopped waiting" in notes[0]["message"]
+        assert detail["outcome"]["summary"] == "Computed g in 5 s"

@@ -1,0 +1,89 @@
+"""A host restart does not lose its tasks: the sessions and receipts live in chit.
+
+An ``mcp``-SDK host process starts a task through ``chit proxy`` and is SIGKILLed. The
+task runs on (the server's session belongs to chit's daemon, not to the host or its
+proxy). A new host process, through a new proxy, asks for the task by the same id and
+gets its status and result; the receipt shows the whole timeline. Over stdio for both
+servers: ``chit demo-server`` and (interop) server-everything, whose tasks live only in
+its one session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.daemon_support import daemon_env
+from tests.proxy_support import PYTHON, demo_args, everything_args, proxy_home, show
+
+pytestmark = pytest.mark.timeout(300)
+
+HOST = Path(__file__).parent / "fixtures" / "proxy" / "sdk_host.py"
+
+
+def _host(home: Path, server: str, *args: str) -> subprocess.Popen[str]:
+    proxy = [PYTHON, "-m", "chit", "proxy", server]
+    return subprocess.Popen(
+        [PYTHON, str(HOST), *args, "--", *proxy],
+        env=daemon_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _restart(home: Path, server: str, mode: str, tool: str, arguments: dict[str, object]) -> None:
+    first = _host(home, server, "start", mode, tool, json.dumps(arguments))
+    assert first.stdout is not None
+    line = first.stdout.readline()  # the host printed the task id: the task exists
+    assert line, first.communicate(timeout=30)[1][-3000:]
+    task_id = json.loads(line)["task_id"]
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+
+    second = _host(home, server, "finish", mode, task_id)
+    out, err = second.communicate(timeout=240)
+    assert second.returncode == 0, err[-3000:]
+    done = json.loads(out)
+    assert done["status"] == "completed", done
+    return done
+
+
+def _timeline_ok(home: Path, tool: str) -> None:
+    rows = json.loads(
+        subprocess.run(
+            [PYTHON, "-m", "chit", "receipts", "--json"],
+            env=daemon_env(home),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    (row,) = [r for r in rows if r["tool"] == tool]
+    assert row["state"] == "completed"
+    detail = show(home, row["receipt_id"])
+    timeline = detail["timeline"]
+    assert timeline[0]["source"] == "create"
+    assert any(t["kind"] == "result" for t in timeline)
+    assert len(timeline) >= 3  # created, observed working, completed with its result
+
+
+def test_host_killed_new_host_gets_the_result_demo(tmp_path: Path) -> None:
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        done = _restart(home, "demo", "legacy", "slow_compute", {"seconds": 4, "label": "r"})
+        assert done["text"] == "Computed r in 4 s"
+        _timeline_ok(home, "slow_compute")
+
+
+@pytest.mark.interop
+def test_host_killed_new_host_gets_the_result_everything(tmp_path: Path) -> None:
+    with proxy_home(tmp_path, everything=everything_args()) as home:
+        done = _restart(home, "everything", "legacy", "simulate-research-query", {"topic": "k"})
+        assert "Research Report: k" in done["text"]
+        _timeline_ok(home, "simulate-research-query")
