@@ -122,3 +122,28 @@ def test_a_new_task_store_is_private(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "tasks.db").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.timeout(120)
+def test_a_postgres_store_without_psycopg_is_one_line_exit_5(tmp_path: Path) -> None:
+    # The environment, not a bug: psycopg missing is a store that cannot be opened.
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "from chit.cli.main import main\n"
+        "sys.argv = ['chit', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    url = "postgresql://u:pw@127.0.0.1:1/x"
+    for argv in (["sidecar", "--store", url, "token", "list"], ["demo-server", "--store", url]):
+        proc = subprocess.run(
+            [PYTHON, "-c", code, *argv],
+            env=_env(tmp_path / "home"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 5, (argv, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("chit: cannot open the"), lines
+        assert "pip install 'chit[postgres]'" in lines[0] and "pw" not in lines[0]

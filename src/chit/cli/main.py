@@ -85,6 +85,12 @@ class ChitGroup(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(int(ExitCode.OK))
         except Exception as exc:  # a bug: keep the terminal clean, offer the details
+            from chit.tasks.server.backend import StoreUnavailable
+
+            if isinstance(exc, StoreUnavailable):
+                # A server store (PostgreSQL) that is unreachable, or psycopg missing: the
+                # environment, not a bug. Any command that opens one may meet it.
+                fail(f"cannot open the store: {exc.reason}", ExitCode.STORE)
             if os.environ.get("CHIT_DEBUG"):
                 raise
             fail(
