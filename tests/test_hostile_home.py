@@ -32,7 +32,7 @@ NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 
 def env_for(home: Path, key_store: str = "file") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHIT_", "DBUS_"))}
-    env |= {"CHIT_HOME": str(home), "CHIT_KEY_STORE": key_store}
+    env |= {"CHIT_HOME": str(home), "CHIT_KEY_STORE": key_store, "CHIT_NO_DAEMON": "1"}
     return env
 
 

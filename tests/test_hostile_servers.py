@@ -33,7 +33,8 @@ NOISY = [
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
-    env |= {"CHIT_HOME": str(home), "CHIT_KEY_STORE": "memory"}
+    # In process (no daemon): the command's own terminal is what is checked here.
+    env |= {"CHIT_HOME": str(home), "CHIT_KEY_STORE": "memory", "CHIT_NO_DAEMON": "1"}
     return env
 
 
@@ -59,6 +60,9 @@ def test_stdout_noise_is_one_warning_line_not_a_traceback(tmp_path: Path) -> Non
         "chit: warning: server 'noisy' wrote 2 lines on stdout that are not MCP "
         "(ignored; logged with its stderr)"
     ]
+    log = (home / "logs" / "servers" / "noisy.log").read_text()  # what `chit logs` shows
+    assert "stdout line that is not MCP, ignored: 'Welcome to noisy-server 1.0'" in log
+    assert "Traceback" not in log
 
 
 @pytest.mark.anyio
