@@ -270,6 +270,7 @@ class LocalEngine:
                     live_receipts=live.get(spec.name, 0),
                     pid=pids.get(spec.name) if stdio and state.connected else None,
                     log_path=str(server_log_path(sup.home, spec.name)) if stdio else None,
+                    hosts=sup.traffic.connected_hosts(spec.name),
                 )
             )
         return statuses

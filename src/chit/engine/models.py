@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chit.receipts import Intent, LifecycleState, Receipt, RetrievalCondition
+from chit.receipts import HostInfo, Intent, LifecycleState, Receipt, RetrievalCondition
 
 
 class _Model(BaseModel):
@@ -67,6 +67,7 @@ class ServerStatus(_Model):
         live_receipts: receipts on this server that are not settled yet.
         pid: the stdio child's process id (None for HTTP or when not running).
         log_path: where the stdio server's stderr goes (None for HTTP).
+        hosts: the agent hosts connected to it through ``chit proxy`` right now.
     """
 
     name: str
@@ -79,6 +80,7 @@ class ServerStatus(_Model):
     live_receipts: int = 0
     pid: int | None = None
     log_path: str | None = None
+    hosts: tuple[HostInfo, ...] = ()
 
 
 class ProtocolMessage(_Model):

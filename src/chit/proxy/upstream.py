@@ -46,6 +46,7 @@ from chit.proxy.models import (
     NotifyParams,
     UpstreamInfo,
 )
+from chit.receipts import HostInfo
 from chit.runtime import Supervisor
 from chit.runtime.servers import connect
 from chit.servers import Registry
@@ -108,6 +109,7 @@ class Upstreams:
         self.attachments: dict[int, Attachment] = {}
         supervisor.traffic.input = self._on_input
         supervisor.traffic.message = self._on_message
+        supervisor.traffic.hosts = self._hosts_of
 
     # --- attachments ----------------------------------------------------------------
 
@@ -142,6 +144,9 @@ class Upstreams:
             scope.cancel()
         if self.attachments.pop(att.number, None) is not None:
             log.info("host %s detached from %s", att.params.host.label, att.server)
+
+    def _hosts_of(self, server: str) -> tuple[HostInfo, ...]:
+        return tuple(a.params.host for a in self.attachments.values() if a.server == server)
 
     def hosts(self) -> list[ConnectedHost]:
         """The hosts attached right now."""

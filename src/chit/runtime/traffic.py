@@ -15,6 +15,8 @@ from typing import Any
 
 from mcp_types import INVALID_REQUEST, ErrorData
 
+from chit.receipts import HostInfo
+
 log = logging.getLogger("chit.runtime")
 
 InputRoute = Callable[[str, str | None, Any], Awaitable[Any]]
@@ -22,6 +24,9 @@ InputRoute = Callable[[str, str | None, Any], Awaitable[Any]]
 
 MessageRoute = Callable[[str, Any], Awaitable[None]]
 """(server, notification model)."""
+
+HostsOf = Callable[[str], tuple[HostInfo, ...]]
+"""server → the agent hosts attached to it through ``chit proxy`` right now."""
 
 
 class ServerTraffic:
@@ -31,6 +36,11 @@ class ServerTraffic:
         """Start with nobody listening: input is declined, notifications dropped."""
         self.input: InputRoute | None = None
         self.message: MessageRoute | None = None
+        self.hosts: HostsOf | None = None
+
+    def connected_hosts(self, server: str) -> tuple[HostInfo, ...]:
+        """The hosts attached to ``server`` through ``chit proxy`` (none without a proxy)."""
+        return self.hosts(server) if self.hosts is not None else ()
 
     async def on_input(self, server: str, task_id: str | None, request: Any) -> Any:
         """Hand an input request to the route, or decline it."""

@@ -112,6 +112,16 @@ def _timeline(d: Detail) -> Table:
     return table
 
 
+def _host(r: Receipt, now: datetime) -> list[tuple[str, RenderableType]]:
+    """The agent host that started the task through ``chit proxy`` (none otherwise)."""
+    if r.host is None:
+        return []
+    line = plain(f"{r.host.label} via chit proxy")
+    if r.host.left_at is not None:
+        line.append(f"; stopped waiting {stamp(r.host.left_at, now)}", style="italic")
+    return [("host", line)]
+
+
 def render_receipt(d: Detail, variables: dict[str, str]) -> RenderableType:
     """Every element of a receipt, for the detail pane and screen."""
     r, now = d.receipt, d.now
@@ -129,6 +139,7 @@ def render_receipt(d: Detail, variables: dict[str, str]) -> RenderableType:
                     plain(f"{d.record.title} ({d.record.id})" if d.record else (r.work_ref or "—")),
                 ),
                 ("status", plain(r.status_message or r.state.value)),
+                *_host(r, now),
             ]
         ),
         _section("Next safe decision"),

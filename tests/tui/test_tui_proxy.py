@@ -1,0 +1,93 @@
+"""The TUI answers a prompt for a host that cannot: the host's call returns the result.
+
+A host without tasks and without elicitation (a plain ``mcp`` SDK client, its own
+process) calls ``confirm_delete`` through ``chit proxy demo``; the call becomes a task on
+the server (the daemon's session) and its prompt waits in chit's inbox. The TUI shows the
+receipt with the host that started it, the person answers in the inbox, and the host's
+call returns "Deleted x.txt".
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from textual.widgets import Checkbox
+
+from chit import clock
+from chit.home import Home
+from chit.tui.app import ChitApp
+from chit.tui.launch import build_app
+from chit.tui.screens.answer import AnswerScreen
+from chit.tui.screens.inbox import InboxScreen
+from tests.daemon_support import chit, daemon_env, daemon_home
+from tests.proxy_support import demo_args
+from tests.tui.helpers import screen_text, settle
+
+pytestmark = pytest.mark.anyio
+
+HOST = Path(__file__).parents[1] / "fixtures" / "proxy" / "plain_host.py"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home with the demo server; file key store (shared with the daemon); real clock."""
+    with daemon_home(tmp_path / "home") as root:
+        ran = chit("servers", "add", "demo", *demo_args(tmp_path / "demo.db"), env=daemon_env(root))
+        assert ran.code == 0, ran.err
+        monkeypatch.setenv("CHIT_KEY_STORE", "file")
+        monkeypatch.setenv("CHIT_HOME", str(root))
+        clock.unfreeze()
+        yield root
+
+
+async def test_inbox_answer_completes_a_proxied_hosts_call(home: Path) -> None:
+    host = subprocess.Popen(
+        [sys.executable, str(HOST), "confirm_delete", '{"filename": "x.txt"}', "--"]
+        + [sys.executable, "-m", "chit", "proxy", "demo"],
+        env=daemon_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        app = build_app(Home(home))
+        assert isinstance(app, ChitApp)
+        async with app.run_test(size=(160, 48)) as pilot:
+            deadline = anyio.current_time() + 90
+            while not app.snapshot.prompts:  # the daemon writes it: another process
+                assert host.poll() is None, host.communicate()[1][-3000:]
+                assert anyio.current_time() < deadline, "the prompt never reached chit's inbox"
+                app.refresh_data()
+                await settle(pilot)
+                await anyio.sleep(0.2)
+            (prompt,) = app.snapshot.prompts
+            receipt = next(r for r in app.snapshot.receipts if r.tool == "confirm_delete")
+            assert receipt.host is not None and receipt.host.name  # the host's clientInfo
+            await pilot.press("i")
+            await settle(pilot)
+            assert isinstance(app.screen, InboxScreen)
+            await pilot.press("enter")
+            await settle(pilot)
+            answer = app.screen
+            assert isinstance(answer, AnswerScreen)
+            assert "Delete x.txt?" in screen_text(app)
+            answer.query_one("#field-0", Checkbox).value = True
+            await pilot.press("ctrl+s")
+            await settle(pilot)
+            out, err = await anyio.to_thread.run_sync(lambda: host.communicate(timeout=120))
+            await pilot.press("q")
+        assert host.returncode == 0, err[-3000:]
+        result = json.loads(out)
+        assert result["content"][0]["text"] == "Deleted x.txt"
+        assert prompt.request.key == "confirm"
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait(10)
