@@ -47,9 +47,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 async def test_inbox_answer_completes_a_proxied_hosts_call(home: Path) -> None:
+    proxy = [sys.executable, "-m", "chit", "proxy", "demo"]
     host = subprocess.Popen(
-        [sys.executable, str(HOST), "confirm_delete", '{"filename": "x.txt"}', "--"]
-        + [sys.executable, "-m", "chit", "proxy", "demo"],
+        [sys.executable, str(HOST), "confirm_delete", '{"filename": "x.txt"}', "--", *proxy],
         env=daemon_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
