@@ -280,3 +280,30 @@ def test_ctrl_c_in_a_command_exits_130_not_1(env: dict[str, str], tmp_path: Path
         proc.kill()
     assert proc.returncode == int(ExitCode.DETACHED), err
     assert err.strip().splitlines() == ["chit: interrupted"]
+
+
+# --- an answer that cannot be delivered -----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["2026", "legacy"])
+def test_an_answer_the_server_cannot_take_exits_8_at_once(tmp_path: Path, mode: str) -> None:
+    """The server restarted without the task (a new store): the answer has nowhere to go."""
+    from chit.tasks.client import HttpServer
+
+    port = free_port()
+    argv = [*CHIT, "demo-server", "--http", f"127.0.0.1:{port}"]
+    home = tmp_path / "home"
+    write_config(home, {"demo": HttpServer(f"http://127.0.0.1:{port}/mcp")})
+    env = {**no_keyring_env(home), **file_key_env(home), "CHIT_TASK_MODE": mode}
+    with http_server([*argv, "--db", str(tmp_path / "before.db")], port):
+        ran = chit(env, "call", "demo", "confirm_delete", "--arg", "filename=x", "--json")
+        rid = json.loads(ran.out)["receipt_id"]
+        waited = chit(env, "follow", rid)  # until the prompt is pending
+        assert waited.code == int(ExitCode.INPUT_REQUIRED), waited.err
+    with http_server([*argv, "--db", str(tmp_path / "after.db")], port):
+        ran = chit(env, "answer", rid, "--json", '{"confirm": true}')
+    # Said as what it is (it was a re-delivery wait ending in "unreachable", exit 6).
+    (line,) = error_lines(ran, ExitCode.CONFLICT)
+    assert "the server no longer knows this task" in line
+    shown = json.loads(chit(env, "show", rid, "--json").out)
+    assert shown["retrieval"] == "vanished"

@@ -9,7 +9,6 @@ kept for a server that really cannot be reached.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import anyio
@@ -45,10 +44,8 @@ async def test_answer_to_a_server_that_never_saw_the_task_is_a_conflict(tmp_path
     rid = await _prompted(tmp_path)
     other = InProcessServer(build_demo_server(tmp_path / "other.db"))  # never saw the task
     async with supervisor(tmp_path / "home", {"demo": other}, fast_options("legacy")) as sup:
-        started = time.monotonic()
-        with pytest.raises(Conflict) as caught:
+        with pytest.raises(Conflict) as caught:  # not "did not take the answer in time" (6)
             await sup.answer(rid, content={"confirm": True})
-        assert time.monotonic() - started < 5  # said at once, not after the re-delivery wait
         assert caught.value.exit_code is ExitCode.CONFLICT
         assert "the server no longer knows this task" in caught.value.message
         after = sup.store.receipts.require(rid)
