@@ -49,7 +49,11 @@ def test_host_without_tasks_gets_its_answer_from_chits_inbox(tmp_path: Path) -> 
             async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(anyio.to_thread.run_sync, answer_in_chit)
-                    result = await client.call_tool("confirm_delete", {"filename": "x.txt"})
+                    result = await client.call_tool(
+                        "confirm_delete",
+                        {"filename": "x.txt"},
+                        meta={"io.github.chit/work": "wi_proxytest"},
+                    )
                 return result
 
         result = anyio.run(host)
@@ -57,6 +61,7 @@ def test_host_without_tasks_gets_its_answer_from_chits_inbox(tmp_path: Path) -> 
         assert result.content[0].text == "Deleted x.txt"
         row = answered["row"]
         assert row["tool"] == "confirm_delete"
+        assert row["work_ref"] == "wi_proxytest"  # the sidecar work item named in _meta
         assert row["host"]["name"]  # the SDK host's clientInfo
         detail = show(home, row["receipt_id"])
         assert detail["state"] == "completed"

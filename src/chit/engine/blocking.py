@@ -86,9 +86,7 @@ class BlockingEngine:
         cancel: bool = False,
     ) -> Receipt:
         """See ``Engine.answer``."""
-        run = partial(
-            self.engine.answer, receipt_id, key, content, decline=decline, cancel=cancel
-        )
+        run = partial(self.engine.answer, receipt_id, key, content, decline=decline, cancel=cancel)
         return self._portal.call(run)
 
     def cancel(self, receipt_id: str) -> Receipt:

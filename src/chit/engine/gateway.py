@@ -59,9 +59,7 @@ class EngineGateway:
         del principal  # bound by the sidecar's receipt_links, not by the library
 
         async def run(engine: Engine) -> dict[str, Any] | None:
-            receipt = await engine.call(
-                server, tool, arguments, purpose=purpose, work_ref=work_ref
-            )
+            receipt = await engine.call(server, tool, arguments, purpose=purpose, work_ref=work_ref)
             return receipt_view(receipt)
 
         answer = await self._run(run)

@@ -110,9 +110,13 @@ def build_mcp_server(host: ProxyHost) -> Any:
 
 async def serve_stdio(host: ProxyHost) -> None:
     """Serve the host on this process's stdin/stdout until it closes them."""
+    from chit.proxy.stdio import host_stdio
+
     server = build_mcp_server(host)
+    lowlevel = server._lowlevel_server
     try:
-        await server.run_stdio_async()
+        async with host_stdio() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
     finally:
         host.closing = True
 
