@@ -2,7 +2,7 @@
 
 * **Idle stdio servers.** A stdio server whose session has not been used for
   ``CHIT_STDIO_IDLE_S`` seconds (300 by default; ``0`` never stops them), with no live
-  receipt and no call in flight on it, is stopped: its process exits and the next request
+  receipt, no call in flight and no host attached through ``chit proxy``, is stopped: its process exits and the next request
   starts it again. HTTP sessions cost nothing idle and are kept.
 * **Server logs** (``logs/servers/NAME.log``, the stdio servers' stderr) are rotated past
   5 MB by copy-and-truncate: the server keeps writing (``O_APPEND``) into the same file,
@@ -59,13 +59,16 @@ def idle_seconds(environ: dict[str, str] | None = None) -> float:
 
 
 def busy_servers(engine: LocalEngine) -> set[str]:
-    """Servers with a live receipt or a call in flight (an intent still ``sending``)."""
+    """Servers with a live receipt, a call in flight (an intent still ``sending``), or a
+    host attached through ``chit proxy`` (its session is the host's session too)."""
     rows = fetch_all(
         engine.supervisor.store.db,
         "SELECT DISTINCT server FROM receipts WHERE active = 1"
         " UNION SELECT DISTINCT server FROM intents WHERE state = 'sending'",
     )
-    return {str(r[0]) for r in rows}
+    traffic = engine.supervisor.traffic
+    hosted = {name for name in engine.supervisor.pool.servers() if traffic.connected_hosts(name)}
+    return {str(r[0]) for r in rows} | hosted
 
 
 def stop_idle(

@@ -71,7 +71,6 @@ class ProxyHost:
         self.sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self.sync_results: dict[str, dict[str, Any]] = {}
         self.bus: Any = None  # the MCP server's subscription bus (2026 listen streams)
-        self.closing = False
         self.can_elicit = False
         self._introduced = False
 

@@ -114,11 +114,8 @@ async def serve_stdio(host: ProxyHost) -> None:
 
     server = build_mcp_server(host)
     lowlevel = server._lowlevel_server
-    try:
-        async with host_stdio() as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-    finally:
-        host.closing = True
+    async with host_stdio() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 async def serve_http(host: ProxyHost, address: str, port: int) -> None:
@@ -128,7 +125,4 @@ async def serve_http(host: ProxyHost, address: str, port: int) -> None:
     server = build_mcp_server(host)
     app = TaskNameHeaderGuard(server.streamable_http_app(host=address))
     config = uvicorn.Config(app, host=address, port=port, log_level="warning", lifespan="on")
-    try:
-        await uvicorn.Server(config).serve()
-    finally:
-        host.closing = True
+    await uvicorn.Server(config).serve()
