@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
@@ -125,3 +126,45 @@ def test_json_spans_find_values_whatever_their_text() -> None:
     assert inner[1].value_text(text) == "null"
     spliced = jsonspans.splice(text, inner[0], '"new"')
     assert json.loads(spliced)["mcpServers"]["k"] == "new"
+
+
+def test_an_attached_host_keeps_its_stdio_server_from_the_idle_stop(tmp_path: Path) -> None:
+    """The daemon stops idle stdio servers, but not one a host is attached to."""
+    import anyio
+
+    from chit.daemon.upkeep import busy_servers
+    from chit.engine.local import LocalEngine
+    from chit.home import Home
+    from chit.proxy.backend import EngineSide
+    from chit.proxy.models import AttachParams
+    from tests.engine_support import demo_stdio, fast_options, file_key_env, write_config
+
+    home = tmp_path / "home"
+    write_config(home, {"demo": demo_stdio(tmp_path / "demo.db")})
+
+    class Peer:
+        async def input(self, route: str, method: str, params: object) -> object:
+            raise AssertionError("not asked")
+
+        async def progress(self, *args: object) -> None:
+            pass
+
+        async def notice(self, *args: object) -> None:
+            pass
+
+    async def main() -> None:
+        async with LocalEngine.open(
+            Home(home), environ=file_key_env(home), options=fast_options()
+        ) as engine:
+            side = EngineSide(engine)
+            assert busy_servers(engine) == set()
+            params = AttachParams(server="demo", host=HostInfo(name="h", version="1"))
+            att, info = await side.upstreams.attach(params, Peer())
+            assert info.server_info["name"] == "chit-demo"
+            assert busy_servers(engine) == {"demo"}
+            statuses = {s.name: s for s in await engine.servers()}
+            assert [h.name for h in statuses["demo"].hosts] == ["h"]
+            side.upstreams.detach(att)
+            assert busy_servers(engine) == set()
+
+    anyio.run(main)
