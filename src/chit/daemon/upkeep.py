@@ -2,8 +2,9 @@
 
 * **Idle stdio servers.** A stdio server whose session has not been used for
   ``CHIT_STDIO_IDLE_S`` seconds (300 by default; ``0`` never stops them), with no live
-  receipt, no call in flight and no host attached through ``chit proxy``, is stopped: its process exits and the next request
-  starts it again. HTTP sessions cost nothing idle and are kept.
+  receipt, no call in flight and no host attached through ``chit proxy``, is stopped:
+  its process exits and the next request starts it again. HTTP sessions cost nothing
+  idle and are kept.
 * **Server logs** (``logs/servers/NAME.log``, the stdio servers' stderr) are rotated past
   5 MB by copy-and-truncate: the server keeps writing (``O_APPEND``) into the same file,
   which starts again from empty; one older generation is kept per step.
