@@ -39,7 +39,13 @@ from pydantic import BaseModel
 
 from chit.proxy import wire as pwire
 from chit.proxy.backend import ProxyBackend
-from chit.proxy.models import ForwardParams, HostCapabilities, HostParams, UpstreamInfo
+from chit.proxy.models import (
+    ForwardParams,
+    HostCapabilities,
+    HostParams,
+    NotifyParams,
+    UpstreamInfo,
+)
 from chit.receipts import HostInfo
 from chit.tasks import wire
 from chit.tasks.server import TaskRuntime
@@ -49,6 +55,10 @@ Ctx = ServerRequestContext[Any, Any]
 
 TASKS_2025: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 _LOCAL = frozenset({"ping", "subscriptions/listen"})
+_HOST_ONLY_NOTICES = frozenset(
+    {"notifications/initialized", "notifications/cancelled", "notifications/progress"}
+)
+"""The host's notifications that concern its own session with the proxy, not the server."""
 _LIST_CHANGED = {
     "notifications/tools/list_changed": ToolsListChanged,
     "notifications/prompts/list_changed": PromptsListChanged,
@@ -99,7 +109,9 @@ class ProxyHost:
     async def __call__(self, ctx: Ctx, call_next: CallNext) -> HandlerResult:
         """Route one inbound message (see the module docstring)."""
         if ctx.request_id is None:
-            return await call_next(ctx)  # notifications: the SDK's own bookkeeping
+            if ctx.method not in _HOST_ONLY_NOTICES:
+                await self._notify_server(ctx)
+            return await call_next(ctx)  # and the SDK's own bookkeeping
         self.sessions.add(ctx.session)
         caps = ctx.session.client_capabilities
         if caps is not None:
@@ -157,6 +169,14 @@ class ProxyHost:
         return pwire.for_host(
             method, answer.result or {}, ctx.protocol_version, self.info.protocol_version
         )
+
+    async def _notify_server(self, ctx: Ctx) -> None:
+        """Pass a host's notification on (``roots/list_changed``, custom ones)."""
+        params = NotifyParams(server=self.server, method=ctx.method, params=dict(ctx.params or {}))
+        try:
+            await self.backend.notify(params)
+        except Exception as exc:  # a notification has nobody to report a failure to
+            log.info("notification %s not passed on: %s", ctx.method, type(exc).__name__)
 
     async def list_tools(self, ctx: Ctx) -> dict[str, Any]:
         """``tools/list`` forwarded; learns task support; 2025 hosts see ``taskSupport``."""
