@@ -86,6 +86,7 @@ def show(ctx: click.Context, receipt: str, as_json: bool) -> None:
             raise RecordNotFound(f"no receipt starts with {receipt.strip()!r}")
         found = store.receipts.get_by_prefix(receipt)
         timeline = store.observations.timeline(found.receipt_id)
+        unswept = store.rewriter.pending()
     if as_json:
         doc = receipt_json(found, now)
         doc["timeline"] = [observation_json(o) for o in timeline]
@@ -93,6 +94,8 @@ def show(ctx: click.Context, receipt: str, as_json: bool) -> None:
     else:
         for line in receipt_detail(found, timeline, now):
             click.echo(line)
+    if unswept:
+        _note_unswept()
 
 
 @click.command("export")
@@ -131,6 +134,18 @@ def export(ctx: click.Context, as_jsonl: bool, timeline: bool) -> None:
             cursor = page.next_cursor
             if cursor is None:
                 break
+        if store is not None and store.rewriter.pending():
+            _note_unswept()
+
+
+def _note_unswept() -> None:
+    """Say that rows from before redaction at the boundary are still as servers sent them."""
+    click.echo(
+        "chit: note: receipts written by an older chit may still quote what servers sent "
+        "(task handles included); run a command that unlocks the data key once (e.g. "
+        "`chit reconcile --once`) to redact them",
+        err=True,
+    )
 
 
 COMMANDS = [receipts, show, export]
