@@ -1,0 +1,159 @@
+"""SIGKILL chit's daemon while its clients work: nothing is lost, nothing doubles.
+
+Each round a client calls a tool (sometimes following it with ``--wait``) and the daemon
+is killed at a random moment — before, during or after the call. The next command
+starts a fresh daemon. At the end every receipt a client was shown exists exactly once,
+every accepted intent has its one receipt, HTTP tasks resumed to their end, and stdio
+tasks ended honestly (the server's word, or "vanished" with the reason in words).
+CI runs 20 rounds; ``CHIT_NIGHTLY=1`` runs 100.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon_support import (
+    chit,
+    daemon_env,
+    daemon_home,
+    daemon_pid,
+    wait_gone,
+)
+from tests.interop_support import everything_entry, require_npm
+from tests.proc_support import start_chit_http, stop
+
+ROUNDS = 100 if os.environ.get("CHIT_NIGHTLY") else 20
+
+pytestmark = [pytest.mark.timeout(1800 if os.environ.get("CHIT_NIGHTLY") else 900)]
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[str]:
+    """chit's demo server over HTTP: a process of its own, outliving any daemon."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
+    proc, url = start_chit_http(
+        ["demo-server", "--db", str(tmp_path / "web.db")],
+        env=env,
+        log_dir=tmp_path,
+        log_name="web",
+        what="demo server",
+    )
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+def _kill_daemon(home: Path) -> None:
+    pid = daemon_pid(home)
+    if pid is not None:
+        os.kill(pid, signal.SIGKILL)
+        assert not wait_gone([pid], 10)
+
+
+def _rows(home: Path, sql: str) -> list[sqlite3.Row]:
+    conn = sqlite3.connect(f"file:{home / 'chit.db'}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return list(conn.execute(sql))
+    finally:
+        conn.close()
+
+
+def test_sigkill_the_daemon_while_clients_work(tmp_path: Path, web: str) -> None:
+    rng = random.Random(int(os.environ.get("CHIT_CRASH_SEED", "9")))
+    with daemon_home(tmp_path / "home") as home:
+        env = daemon_env(home)
+        local = [sys.executable, "-m", "chit", "demo-server", "--db", str(tmp_path / "l.db")]
+        for args in (("web", "--url", web), ("local", "--command", local[0], "--", *local[1:])):
+            assert chit("--no-daemon", "servers", "add", *args, env=env).code == 0
+        shown: set[str] = set()
+        codes: list[int] = []
+        for n in range(ROUNDS):
+            server = rng.choice(("web", "web", "local"))
+            seconds = f"seconds={rng.uniform(0.2, 1.5):.2f}"
+            argv = ["call", server, "slow_compute", "--arg", seconds, "--arg", f"label=r{n}"]
+            argv += ["--json"] + (["--wait"] if rng.random() < 0.5 else [])
+            client = subprocess.Popen(
+                [sys.executable, "-m", "chit", *argv],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            # The random moment: the client may finish first, or be mid-call.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                client.wait(timeout=rng.uniform(0.0, 4.0))
+            _kill_daemon(home)
+            out, err = client.communicate(timeout=120)
+            codes.append(client.returncode)
+            # Done, or told in one line that the daemon went away: never a traceback.
+            assert client.returncode in (0, 6), (client.returncode, err)
+            assert "Traceback" not in err and err.count("\n") <= 1, err
+            if client.returncode == 0:
+                shown.add(json.loads(out)["receipt_id"])
+        # A fresh daemon settles everything.
+        assert chit("reconcile", "--once", "--json", env=env).code == 0
+        receipts = _rows(home, "SELECT receipt_id, server, request_key FROM receipts")
+        for row in receipts:
+            ran = chit("follow", row["receipt_id"], "--json", env=env, timeout=180)
+            assert ran.code in (0, 10, 11, 14), (ran.code, ran.err)
+        _check_no_loss(home, shown)
+        assert codes.count(0) > 0 and codes.count(6) > 0, codes  # both outcomes happened
+
+
+def _check_no_loss(home: Path, shown: set[str]) -> None:
+    receipts = {r["receipt_id"]: r for r in _rows(home, "SELECT * FROM receipts")}
+    docs = {rid: json.loads(r["doc"]) for rid, r in receipts.items()}
+    intents = _rows(home, "SELECT * FROM intents")
+    # Every receipt a client was shown is there; no request key twice.
+    assert shown <= set(receipts), shown - set(receipts)
+    keys = [r["request_key"] for r in receipts.values()]
+    assert len(keys) == len(set(keys))
+    # Every accepted intent has its receipt; every receipt its accepted intent.
+    accepted = {i["request_key"]: i for i in intents if i["state"] == "accepted"}
+    assert set(accepted) == set(keys)
+    for intent in intents:
+        assert intent["state"] in ("accepted", "sending", "unknown", "rejected"), dict(intent)
+    # HTTP tasks resumed to their end; stdio tasks ended honestly.
+    for rid, doc in docs.items():
+        if doc["server"] == "web":
+            assert doc["state"] == "completed", (rid, doc)
+        else:
+            lost = doc.get("retrieval") in ("vanished", "expired")
+            assert doc["state"] in ("completed", "failed") or lost, (rid, doc)
+
+
+@pytest.mark.interop
+def test_stdio_task_ends_in_words_when_the_daemon_dies(tmp_path: Path) -> None:
+    require_npm()
+    with daemon_home(tmp_path / "home") as home:
+        env = daemon_env(home)
+        entry = str(everything_entry())
+        assert chit("--no-daemon", "servers", "add", "ev", "--command", "node", "--", entry,
+                    "stdio", env=env).code == 0  # fmt: skip
+        args = json.dumps({"topic": "tides", "ambiguous": True})
+        ran = chit("call", "ev", "simulate-research-query", "--args", args, "--json", env=env)
+        assert ran.code == 0, ran.err
+        rid = json.loads(ran.out)["receipt_id"]
+        _kill_daemon(home)
+        # The next command starts a fresh daemon; the task died with the old server.
+        followed = chit("follow", rid, "--json", env=env, timeout=120)
+        assert followed.code == 14, (followed.code, followed.err)
+        doc: dict[str, Any] = json.loads(followed.out)
+        assert doc["retrieval"] == "vanished"
+        assert "the server process ended with chit's daemon" in doc["retrieval_error"]
+        assert doc["next"]["actor"] == "user" and "never replay" in doc["next"]["reason"]
