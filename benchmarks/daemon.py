@@ -1,0 +1,257 @@
+"""chit's daemon: what going through it costs, side by side, in one run.
+
+Run: ``.venv/bin/python benchmarks/daemon.py [--rounds N] [--idle-s S]``
+
+1. ``chit call`` round trip — a whole ``chit call demo greet`` process (a synchronous
+   tool: connect, call, record, print) through a running daemon vs ``--no-daemon``,
+   interleaved; the median of per-round ratios (goal ≤ 1.2×). Against chit's demo server
+   over HTTP (both modes reach the same server) and over stdio (in process, each command
+   starts its own server; the daemon keeps one).
+2. ``chit receipts --json`` and ``chit show ID --json`` (they read SQLite directly) with
+   a daemon running vs none, interleaved (goal: no slower).
+3. The daemon's resident memory (VmRSS, the daemon process alone) idle with 10
+   registered servers, each connected once (goal ≤ 150 MB): 10 HTTP sessions; and with
+   10 stdio servers (their processes are not counted).
+4. The daemon's CPU while nothing changes (utime + stime over ``--idle-s`` seconds, one
+   receipt live on a server polled every 60 s; goal < 1 % of a core).
+5. For reference: the cold start of ``chit receipts --json`` on an empty home vs a bare
+   ``python -c pass`` (the ``perf`` engineer's goal: ≤ 0.1 s).
+
+The load average is printed before and after: figures on a busy machine are noisy, the
+ratios less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+CHIT = [sys.executable, "-m", "chit"]
+
+
+def load() -> str:
+    """The load average, as ``uptime`` shows it."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+def env_for(home: Path, *, daemon: bool) -> dict[str, str]:
+    """An environment for chit on ``home``: file key store, daemon or not."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
+    env.update({"CHIT_HOME": str(home), "CHIT_KEY_STORE": "file"})
+    if not daemon:
+        env["CHIT_NO_DAEMON"] = "1"
+    return env
+
+
+def run(argv: Sequence[str], env: dict[str, str]) -> float:
+    """Run a chit command to completion; its wall time in ms."""
+    start = time.perf_counter()
+    subprocess.run([*CHIT, *argv], env=env, check=True, capture_output=True)
+    return (time.perf_counter() - start) * 1000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def http_demo(base: Path) -> Iterator[str]:
+    """chit's demo server over streamable HTTP on a free port."""
+    port = free_port()
+    log = open(base / "http-demo.log", "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen(
+        [*CHIT, "demo-server", "--db", str(base / "http.db"), "--http", f"127.0.0.1:{port}"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("CHIT_")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the HTTP demo server did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def make_home(base: Path, name: str, servers: dict[str, list[str]]) -> Path:
+    """A home with ``servers`` registered (``servers add`` arguments per name)."""
+    home = base / name
+    env = env_for(home, daemon=False)
+    for server, args in servers.items():
+        subprocess.run([*CHIT, "servers", "add", server, *args], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+    return home
+
+
+def daemon_pid(home: Path) -> int:
+    """Start the home's daemon (if needed) and return its pid."""
+    env = env_for(home, daemon=True)
+    subprocess.run([*CHIT, "daemon", "start"], env=env, check=True, capture_output=True)
+    return int(json.loads((home / "daemon.json").read_text())["pid"])
+
+
+def stop_daemon(home: Path) -> None:
+    subprocess.run([*CHIT, "daemon", "stop"], env=env_for(home, daemon=True),
+                   capture_output=True, check=False)  # fmt: skip
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def median_ratio(a: list[float], b: list[float]) -> float:
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+def call_round_trip(base: Path, url: str, rounds: int) -> None:
+    stdio = ["--command", sys.executable, "--", "-m", "chit", "demo-server", "--db",
+             str(base / "stdio.db")]  # fmt: skip
+    home = make_home(base, "calls", {"web": ["--url", url], "local": stdio})
+    daemon = env_for(home, daemon=True)
+    local = env_for(home, daemon=False)
+    for server in ("web", "local"):
+        argv = ["call", server, "greet", "--arg", "name=Ada"]
+        run(argv, daemon)  # the daemon starts and connects once, before the clock
+        run(argv, local)
+        through, inproc = [], []
+        for _ in range(rounds):
+            through.append(run(argv, daemon))
+            inproc.append(run(argv, local))
+        transport = "HTTP" if server == "web" else "stdio"
+        print(
+            f"chit call ({transport}): daemon {statistics.median(through):.0f} ms, "
+            f"in process {statistics.median(inproc):.0f} ms; "
+            f"ratio {median_ratio(through, inproc):.2f}x (goal <= 1.2x)"
+        )
+    stop_daemon(home)
+
+
+def reads(base: Path, url: str, rounds: int) -> None:
+    home = make_home(base, "reads", {"web": ["--url", url]})
+    env = env_for(home, daemon=False)
+    made = subprocess.run([*CHIT, "call", "web", "greet", "--arg", "name=Ada", "--json"],
+                          env=env, check=True, capture_output=True, text=True)  # fmt: skip
+    rid = json.loads(made.stdout)["receipt_id"]
+    for argv in (["receipts", "--json"], ["show", rid, "--json"]):
+        with_daemon, without = [], []
+        for _ in range(rounds):
+            daemon_pid(home)
+            with_daemon.append(run(argv, env))
+            stop_daemon(home)
+            without.append(run(argv, env))
+        print(
+            f"chit {argv[0]}: daemon running {statistics.median(with_daemon):.0f} ms, "
+            f"none {statistics.median(without):.0f} ms; "
+            f"ratio {median_ratio(with_daemon, without):.2f}x (goal: no slower)"
+        )
+
+
+def memory(base: Path, url: str) -> None:
+    http = {f"web{i}": ["--url", url] for i in range(10)}
+    stdio = {
+        f"local{i}": ["--command", sys.executable, "--", "-m", "chit", "demo-server", "--db",
+                      str(base / f"s{i}.db")]
+        for i in range(10)
+    }  # fmt: skip
+    for label, servers in (("10 HTTP servers", http), ("10 stdio servers", stdio)):
+        home = make_home(base, label.replace(" ", "-"), servers)
+        pid = daemon_pid(home)
+        bare = rss_mb(pid)
+        env = env_for(home, daemon=True)
+        for name in servers:
+            run(["tools", name], env)
+        time.sleep(2)  # let it settle: this is the idle figure, not a transient
+        print(
+            f"daemon RSS, {label} registered and connected: {rss_mb(pid):.0f} MB "
+            f"(just started: {bare:.0f} MB; goal <= 150 MB)"
+        )
+        stop_daemon(home)
+
+
+def idle_cpu(base: Path, url: str, idle_s: float) -> None:
+    home = make_home(base, "idle", {"web": ["--url", url]})
+    env = env_for(home, daemon=True)
+    subprocess.run([*CHIT, "call", "web", "slow_compute", "--arg", "seconds=3600"], env=env,
+                   check=True, capture_output=True)  # fmt: skip
+    pid = daemon_pid(home)
+    time.sleep(3)
+    before = cpu_s(pid)
+    time.sleep(idle_s)
+    used = cpu_s(pid) - before
+    print(
+        f"daemon CPU idle (one live receipt): {used / idle_s * 100:.2f} % of a core over "
+        f"{idle_s:g} s (goal < 1 %)"
+    )
+    os.kill(pid, signal.SIGTERM)
+
+
+def cold_start(base: Path, rounds: int) -> None:
+    empty = base / "cold-empty"
+    plain = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    bare, cold = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=plain)
+        bare.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        subprocess.run([*CHIT, "--home", str(empty), "receipts", "--json"], check=True,
+                       capture_output=True, env=plain)  # fmt: skip
+        cold.append((time.perf_counter() - start) * 1000)
+    print(
+        f"cold start, chit receipts --json on an empty home: {statistics.median(cold):.0f} ms"
+        f" vs python -c pass {statistics.median(bare):.0f} ms (goal <= 100 ms)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--idle-s", type=float, default=30.0)
+    args = parser.parse_args()
+    print(f"before: {load()}")
+    with tempfile.TemporaryDirectory(prefix="chit-bench-") as tmp:
+        base = Path(tmp)
+        with http_demo(base) as url:
+            call_round_trip(base, url, args.rounds)
+            reads(base, url, args.rounds)
+            memory(base, url)
+            idle_cpu(base, url, args.idle_s)
+        cold_start(base, args.rounds)
+    print(f"after: {load()}")
+
+
+if __name__ == "__main__":
+    main()
