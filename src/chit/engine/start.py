@@ -18,6 +18,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TextIO
@@ -135,7 +136,7 @@ def spawn(home: Home) -> subprocess.Popen[bytes]:
     env["CHIT_HOME"] = str(home.root)
     fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "chit", "--home", str(home.root), "daemon", "--spawned"],
             stdin=subprocess.DEVNULL,
             stdout=fd,
@@ -147,6 +148,10 @@ def spawn(home: Home) -> subprocess.Popen[bytes]:
         )
     finally:
         os.close(fd)
+    # The daemon is this process's child until this process exits: reap it when it ends,
+    # so a long-lived client (the TUI, the sidecar) never keeps a zombie that looks alive.
+    threading.Thread(target=process.wait, name="chit-daemon-reaper", daemon=True).start()
+    return process
 
 
 async def _wait_for(paths: DaemonPaths, process: subprocess.Popen[bytes] | None) -> SocketStream:
