@@ -218,3 +218,31 @@ def _demo_servers(root: Path) -> list[int]:
         if b"demo-server" in argv and str(root).encode() in argv and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def test_the_demos_daemon_ends_with_the_demo_however_it_ends(tmp_path: Path) -> None:
+    from tests.daemon_support import stray_daemons
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
+    env["TMPDIR"] = str(tmp_path)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "chit", "demo", "--headless-seconds", "300"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not stray_daemons(tmp_path):
+            assert demo.poll() is None and time.monotonic() < deadline, "no demo daemon"
+            time.sleep(0.1)
+        (daemon,) = stray_daemons(tmp_path)
+        demo.kill()  # a closed terminal: no chance to stop anything
+        demo.wait(10)
+        assert not wait_gone([daemon], 30), "the demo's daemon outlived the demo"
+        assert _demo_servers(tmp_path) == [] or not wait_gone(_demo_servers(tmp_path), 10)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()

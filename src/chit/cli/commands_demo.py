@@ -26,6 +26,8 @@ def prepare_home(root: Path) -> None:
     # The Supervisor hosts the sidecar executor (seed 000: the executor runs in the app);
     # force it on, since the agent's first work_start creates sidecar.db only later.
     os.environ["CHIT_SIDECAR_EXECUTOR"] = "1"
+    # The demo's own daemon ends with the demo, however the demo ends (a closed terminal).
+    os.environ["CHIT_DAEMON_EXIT_WITH"] = str(os.getpid())
     home = Home(root).ensure()
     spec = ServerSpec(
         name="demo",
@@ -104,7 +106,10 @@ class DemoRun:
             # so the script's first steps do not wait for either.
             import chit.sidecar.service  # noqa: F401
 
-            self.engine.tools("demo")
+            try:
+                self.engine.tools("demo", timeout=60)
+            except Exception as exc:  # the script's first call will say it again
+                click.echo(f"chit: the demo server did not start yet: {exc}", err=True)
         else:
             from chit.tui.host import SupervisorHost
 

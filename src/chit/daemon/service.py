@@ -146,6 +146,9 @@ async def _serve(home: Home, paths: DaemonPaths, options: SupervisorOptions) -> 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(server.serve, listener)
                     tg.start_soon(_signals, stop)
+                    owner = os.environ.get(EXIT_WITH_ENV, "")
+                    if owner.isdigit():
+                        tg.start_soon(_exit_with, int(owner), stop)
                     upkeep = partial(housekeeping, idle_s=idle_s, tick_s=tick_s)
                     tg.start_soon(upkeep, engine, home, stop)
                     _write_info(paths, hello())
@@ -157,6 +160,24 @@ async def _serve(home: Home, paths: DaemonPaths, options: SupervisorOptions) -> 
         finally:
             with contextlib.suppress(OSError):
                 socket_path.unlink()
+
+
+EXIT_WITH_ENV = "CHIT_DAEMON_EXIT_WITH"
+"""A pid: the daemon stops when that process is gone (``chit demo``'s own daemon)."""
+
+
+async def _exit_with(pid: int, stop: anyio.Event) -> None:
+    """Stop the daemon once process ``pid`` no longer exists (checked every second)."""
+    while not stop.is_set():
+        with anyio.move_on_after(1.0):
+            await stop.wait()
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            log.info("process %d, which this daemon serves, is gone: stopping", pid)
+            stop.set()
+        except OSError:
+            pass  # alive, not ours to signal
 
 
 async def _signals(stop: anyio.Event) -> None:

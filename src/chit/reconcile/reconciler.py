@@ -333,8 +333,8 @@ class Reconciler:
                 ended = self.pool.lost_with_process(
                     receipt.server, receipt.accepted_at, receipt.expires_at
                 )
-                if ended is not None:
-                    event = dataclasses.replace(event, message=ended)
+                if ended is not None:  # the server's own words stay beside it
+                    event = dataclasses.replace(event, message=f"{ended} ({event.message})")
             return await self.writer.submit(receipt_id, [event], base=receipt)
         except Exception as exc:
             # Anything else (a bug, a resolver surprise) is still recorded, with backoff:

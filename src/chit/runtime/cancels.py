@@ -64,7 +64,7 @@ class Cancels:
                 events = [
                     RetrievalFailed(
                         condition=RetrievalCondition.VANISHED,
-                        message=ended or exc.message,
+                        message=f"{ended} ({exc.message})" if ended else exc.message,
                         error_code=exc.code,
                         source=ObservationSource.CANCEL,
                     )
