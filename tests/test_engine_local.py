@@ -154,3 +154,21 @@ def test_hosted_engine_serves_another_event_loop(tmp_path: Path) -> None:
         assert seen[-1].ended is LifecycleState.COMPLETED
     finally:
         hosted.close()
+
+
+@pytest.mark.parametrize("own_thread", [False, True])
+async def test_open_engine_in_process(tmp_path: Path, own_thread: bool) -> None:
+    from chit.engine.opening import open_engine
+
+    home = tmp_path / "home"
+    demo = StdioServer(
+        sys.executable, ["-m", "chit", "demo-server", "--db", str(tmp_path / "t.db")]
+    )
+    write_config(home, {"demo": demo})
+    async with open_engine(
+        Home(home), use_daemon=False, own_thread=own_thread, environ=file_key_env(home)
+    ) as engine:
+        assert isinstance(engine, Engine)
+        r = await engine.call("demo", "greet", {"name": "Ada"})
+        assert r.outcome is not None and r.outcome.summary == "Hello, Ada!"
+        assert (await engine.receipt(r.receipt_id[:20])).receipt_id == r.receipt_id
