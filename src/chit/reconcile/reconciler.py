@@ -61,9 +61,11 @@ polled again before this backoff (1 s, 2 s, … 300 s; in memory)."""
 
 _ENDED = frozenset({LifecycleState.COMPLETED.value, LifecycleState.FAILED.value})
 
-IDLE_TICK_S = 0.05
+IDLE_WAIT_S = 1.0
 """Longest sleep between schedule scans: receipts written by other processes are seen
-within this, and hints wake the loop at once."""
+within this. The loop otherwise sleeps until the soonest scheduled check, and wakes at
+once on a hint or on a receipt change committed in this process (a new receipt, a check
+that rescheduled one), so an idle engine wakes about once a second, not 20 times."""
 
 
 class Reconciler:
@@ -106,6 +108,7 @@ class Reconciler:
         self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
         self._running = False
         self.schedule = DueScan(self.store, self.clock)
+        writer.watch(self.wake)  # a receipt created or rescheduled here: look again now
         self._ended: dict[str, Hint] = {}  # rid → a 2025 push saying it ended (observe.py)
         self.checks = 0
         self.message_hints = 0
@@ -254,9 +257,28 @@ class Reconciler:
                 self.kick(self.schedule.due(), ObservationSource.POLL)
                 self.kick(self._due_pulls(), ObservationSource.POLL)
                 self._wake = anyio.Event()
-                with self.clock.move_on_after(IDLE_TICK_S):
+                with self.clock.move_on_after(self._idle_wait()):
                     await self._wake.wait()
             tg.cancel_scope.cancel()
+
+    def wake(self) -> None:
+        """Scan the schedule now (a receipt changed here: its next check may be sooner)."""
+        self._wake.set()
+
+    def _idle_wait(self) -> float:
+        """Seconds until the loop must look again: the soonest scheduled check, pull or
+        end of a hold, at most ``IDLE_WAIT_S``."""
+        wait = IDLE_WAIT_S
+        nxt = self.store.receipts.next_due_after(self.clock.now())
+        if nxt is not None:
+            wait = min(wait, (nxt - self.clock.now()).total_seconds())
+        now = self.clock.monotonic()
+        for at in self._pulled.values():
+            wait = min(wait, at - now)
+        for until, _failures in self._held.values():
+            if until > now:
+                wait = min(wait, until - now)
+        return max(wait, 0.0)
 
     async def check_all(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Check each receipt once and wait for every check to finish."""

@@ -2,9 +2,10 @@
 backlog.
 
 Checks wait for one of a server's connection slots; when a server is slow, hundreds of
-due receipts wait, and a tick that read every due receipt again (20 times a second)
-spent its CPU on a backlog already kicked. A tick reads only what became due since the
-newest ``next_check_at`` it handed out; every ``FULL_SCAN_S`` it reads everything due.
+due receipts wait, and a scan that read every due receipt again (on every hint and
+every commit that wakes the loop) spent its CPU on a backlog already kicked. A scan
+reads only what became due since the newest ``next_check_at`` it handed out; every
+``FULL_SCAN_S`` it reads everything due.
 """
 
 from __future__ import annotations

@@ -101,6 +101,7 @@ class ReceiptWriter:
         self.digest_key = digest_key
         self.clock = clock or current_clock()
         self._on_change = on_change
+        self._watchers: list[Callable[[], None]] = []
         self._changed: dict[str, anyio.Event] = {}
         self._rng = random.Random()
         self.batch_window_s = batch_window_s
@@ -117,11 +118,17 @@ class ReceiptWriter:
             event = self._changed[receipt_id] = anyio.Event()
         await event.wait()
 
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (cheap, never raising) after every committed change."""
+        self._watchers.append(callback)
+
     def notify(self, before: Receipt | None, after: Receipt, changes: tuple[str, ...]) -> None:
         """Tell the subscriber about a change (its exceptions never reach the engine)."""
         waiting = self._changed.pop(after.receipt_id, None)
         if waiting is not None:
             waiting.set()
+        for watcher in self._watchers:
+            watcher()
         if self._on_change is None:
             return
         try:

@@ -503,6 +503,27 @@ class ReceiptRepository:
         )
         return _parse(rows)
 
+    def next_due_after(self, now: datetime) -> datetime | None:
+        """The soonest check scheduled after ``now`` (None when nothing is scheduled later).
+
+        What the reconciler sleeps until. Past-due receipts are left out: they are being
+        checked, held after a failure, or waiting for a connection slot, and each of
+        those wakes the loop on its own. One index probe per arm (``receipts_live``,
+        ``receipts_unretrieved``).
+        """
+        keep = f" AND retrieval NOT IN ({_LOST})"
+        row = fetch_one(
+            self._db,
+            "SELECT min(at) FROM ("
+            "SELECT min(next_check_at) AS at FROM receipts WHERE active = 1"
+            f" AND next_check_at > :now{keep}"
+            f" UNION ALL SELECT min(next_check_at) AS at FROM {_UNRETRIEVED}"
+            " AND next_check_at > :now)",
+            {"now": clock.iso(now)},
+        )
+        at = row[0] if row is not None else None
+        return clock.parse_iso(at) if at else None
+
     def due_ids(self, now: datetime, limit: int = 1000) -> builtins.list[str]:
         """Ids to check now, soonest first: live receipts past their next check (lost and
         incompatible ones excepted) and ended ones whose result is due to be fetched."""
