@@ -157,3 +157,33 @@ def test_stdio_task_ends_in_words_when_the_daemon_dies(tmp_path: Path) -> None:
         assert doc["retrieval"] == "vanished"
         assert "the server process ended with chit's daemon" in doc["retrieval_error"]
         assert doc["next"]["actor"] == "user" and "never replay" in doc["next"]["reason"]
+
+
+def test_a_live_servers_not_found_stays_its_own_word(tmp_path: Path) -> None:
+    """The daemon's session is the task's own and the server still runs: no "ended with".
+
+    The counterpart of ``test_redaction_cli``: there each command ran its own server
+    process, so the one that had the task did end, and both the words and the server's
+    (redacted) message are kept. Here the server answers "not found" for a task of the
+    very session that started it (``outcome="vanish"``): blaming a process that ended
+    would be false, so the receipt says what the server said — its id redacted.
+    """
+    root = Path(__file__).resolve().parents[1]
+    with daemon_home(tmp_path / "home") as home:
+        env = daemon_env(home)
+        db = str(tmp_path / "tasks.db")
+        add = ["servers", "add", "leaky", "--command", sys.executable, "--cwd", str(root),
+               "--", "-m", "tests.fakes.leaky_server", "stdio", db]  # fmt: skip
+        assert chit("--no-daemon", *add, env=env).code == 0
+        args = {"status": "working on {H}", "outcome": "vanish", "not_found": "Task {H} not found"}
+        ran = chit("call", "leaky", "leak", "--args", json.dumps(args), "--json", env=env)
+        assert ran.code == 0, ran.err
+        rid = json.loads(ran.out)["receipt_id"]
+        pid = daemon_pid(home)
+        followed = chit("follow", rid, "--json", env=env, timeout=120)
+        assert followed.code == 14, (followed.code, followed.err)
+        doc: dict[str, Any] = json.loads(followed.out)
+        assert doc["retrieval"] == "vanished", doc
+        assert "not found" in doc["retrieval_error"] and "task#" in doc["retrieval_error"]
+        assert "ended" not in doc["retrieval_error"], doc["retrieval_error"]
+        assert daemon_pid(home) == pid  # the same daemon, the same server session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pwd
@@ -23,6 +24,7 @@ import pytest
 from chit.engine import rpc
 from chit.engine.paths import SUN_PATH_MAX, DaemonPaths
 from chit.engine.remote import ProtocolMismatch, RemoteEngine
+from chit.engine.start import lock_is_held
 from chit.home import Home
 from tests.daemon_support import (
     children,
@@ -357,3 +359,98 @@ def test_detach_on_ctrl_c_keeps_the_task(home: Path) -> None:
     assert shown["state"] == "working"
     ran = chit("follow", rid, env=env, timeout=90)
     assert ran.code == 0 and "completed" in ran.out
+
+
+def test_restart_replaces_the_daemon_and_starts_one_when_none_runs(home: Path) -> None:
+    env = daemon_env(home)
+    ran = chit("daemon", "restart", env=env)  # none runs: it starts one
+    assert ran.code == 0 and "restarted (pid" in ran.err, ran.err
+    first = daemon_pid(home)
+    assert first is not None
+    assert chit("call", "demo", "slow_compute", "--arg", "seconds=600", env=env).code == 0
+    servers = children(first)
+    ran = chit("daemon", "restart", env=env)
+    assert ran.code == 0, ran.err
+    second = daemon_pid(home)
+    assert second is not None and second != first and f"pid {second}" in ran.err
+    assert not wait_gone([first, *servers], 10), "the old daemon or its server outlived it"
+    assert _status(home)["pid"] == second
+
+
+def test_a_stale_socket_is_left_alone_while_a_daemon_holds_the_lock(home: Path) -> None:
+    """Clients never delete the socket; only a daemon holding ``daemon.lock`` replaces it."""
+    env = daemon_env(home)
+    paths = DaemonPaths(Home(home))
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(paths.socket))
+    stale.close()
+    before = (paths.socket.stat().st_ino, paths.socket.stat().st_mtime_ns)
+    with open(paths.lock, "a+") as lock:  # a daemon starting: it holds the lock, no socket yet
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        client = subprocess.Popen(
+            [sys.executable, "-m", "chit", "daemon", "start"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not lock_is_held(paths.start_lock):  # the client now waits for "the daemon"
+                assert client.poll() is None and time.monotonic() < deadline, client.stderr
+                time.sleep(0.05)
+            # Nothing may happen to the socket meanwhile: a window, not a wait for an event
+            # (a negative check cannot flake; it could only miss a defect).
+            time.sleep(1.0)
+            assert (paths.socket.stat().st_ino, paths.socket.stat().st_mtime_ns) == before
+            with pytest.raises(ConnectionRefusedError):
+                _raw(paths.socket).close()  # still the dead one
+            assert client.poll() is None and daemon_pid(home) is None
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)  # "the daemon" gave up: the client starts one
+        _out, err = client.communicate(timeout=60)
+    assert client.returncode == 0, err
+    pid = daemon_pid(home)
+    assert pid is not None and f"pid {pid}" in err
+    _raw(paths.socket).close()  # replaced by the daemon, under its lock: it answers now
+
+
+_FAKE_DAEMON = """
+import json, socket, sys
+server = socket.socket(socket.AF_UNIX)
+server.bind(sys.argv[1])
+server.listen()
+print("ready", flush=True)
+while True:
+    conn, _ = server.accept()
+    line = conn.makefile("rb").readline()
+    frame = json.loads(line)
+    hello = {"protocol": 999, "chit_version": "9.9", "pid": 4242, "home": "h", "socket": "s",
+             "started_at": "2026-01-01T00:00:00.000Z", "cursor": 0}
+    reply = {"jsonrpc": "2.0", "id": frame["id"], "result": hello}
+    conn.sendall(json.dumps(reply).encode() + b"\\n")
+    conn.close()
+"""
+
+
+def test_a_daemon_of_another_protocol_is_one_line_through_the_cli(home: Path) -> None:
+    paths = DaemonPaths(Home(home))
+    fake = subprocess.Popen(
+        [sys.executable, "-c", _FAKE_DAEMON, str(paths.socket)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert fake.stdout is not None and fake.stdout.readline() == "ready\n"
+        env = daemon_env(home)
+        for args in (("call", "demo", "greet", "--arg", "name=Ada"), ("tools", "demo")):
+            ran = chit(*args, env=env)
+            assert ran.code == 6, (ran.code, ran.err)
+            assert ran.err.count("\n") == 1 and "Traceback" not in ran.err, ran.err
+            assert "chit 9.9, pid 4242" in ran.err and "protocol 999" in ran.err
+            assert "chit daemon restart" in ran.err
+        assert json.loads(chit("receipts", "--json", env=env).out) == []  # nothing recorded
+    finally:
+        fake.kill()
+        fake.wait()

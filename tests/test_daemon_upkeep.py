@@ -48,12 +48,19 @@ def _status(home: Path, **extra: str) -> dict[str, dict[str, object]]:
 def test_server_stderr_goes_to_its_log_never_the_terminal(home: Path, tmp_path: Path) -> None:
     _register_noisy(home, "noisy", tmp_path / "t.db")
     env = daemon_env(home)
-    for args in (("call", "noisy", "greet", "--arg", "name=Ada"), ("tools", "noisy")):
+    commands = (
+        ("call", "noisy", "greet", "--arg", "name=Ada"),
+        ("tools", "noisy"),
+        ("tools", "noisy", "greet"),  # one tool's schema: through the daemon's session too
+        ("tools", "noisy", "greet", "--json"),
+    )
+    for args in commands:
         ran = chit(*args, env=env)
         assert ran.code == 0, ran.err
         assert NOISE not in ran.err and NOISE not in ran.out
+    assert "name" in json.loads(ran.out)["input_schema"]["properties"]
     log = server_log_path(Home(home), "noisy")
-    assert NOISE in log.read_text()
+    assert log.read_text().count(NOISE) == 1  # one server process served every command
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     shown = chit("logs", "noisy", env=env)
     assert shown.code == 0 and NOISE in shown.out
