@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_support import daemon_env
+from tests.daemon_support import daemon_env, daemon_pid
 from tests.proxy_support import PYTHON, demo_args, everything_args, proxy_home, show
 
 pytestmark = pytest.mark.timeout(300)
@@ -87,3 +87,42 @@ def test_host_killed_new_host_gets_the_result_everything(tmp_path: Path) -> None
         done = _restart(home, "everything", "legacy", "simulate-research-query", {"topic": "k"})
         assert "Research Report: k" in done["text"]
         _timeline_ok(home, "simulate-research-query")
+
+
+def test_the_proxy_exits_when_its_daemon_dies(tmp_path: Path) -> None:
+    """A proxy cannot serve without its daemon: it ends (exit 6, one line), and the host
+    starts a new one, which starts a new daemon."""
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        proxy = subprocess.Popen(
+            [PYTHON, "-m", "chit", "proxy", "demo"],
+            env=daemon_env(home),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proxy.stdin is not None and proxy.stdout is not None
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-host", "version": "1"},
+            },
+        }
+        proxy.stdin.write(json.dumps(hello) + "\n")
+        proxy.stdin.flush()
+        reply = json.loads(proxy.stdout.readline())  # attached: the daemon runs
+        assert reply["result"]["serverInfo"]["name"] == "chit-demo"
+        pid = daemon_pid(home)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        proxy.wait(timeout=60)  # stdin stays open: the proxy ends by itself
+        _, err = proxy.communicate(timeout=10)
+        assert proxy.returncode == 6, err[-2000:]
+        assert err.strip().splitlines()[-1].startswith("chit: chit's daemon went away")
+        # The next proxy (as a restarted host would start it) starts a new daemon.
+        done = _restart(home, "demo", "legacy", "slow_compute", {"seconds": 1, "label": "n"})
+        assert done["text"] == "Computed n in 1 s"

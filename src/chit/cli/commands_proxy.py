@@ -7,6 +7,8 @@ code, which the host reports as the server failing to start.
 
 from __future__ import annotations
 
+from typing import cast
+
 import click
 
 from chit.cli.context import home_of
@@ -59,8 +61,16 @@ def proxy(ctx: click.Context, server: str, http: str | None) -> None:
         if daemon:
             from chit.proxy.remote import RemoteBackend
 
-            async with RemoteBackend.open(home, client="proxy") as remote:
+            # A proxy without its daemon cannot serve: it exits, and the host starts a
+            # new one (which starts a new daemon) instead of every request failing.
+            async with (
+                RemoteBackend.open(home, client="proxy") as opened,
+                anyio.create_task_group() as tg,
+            ):
+                remote = cast(RemoteBackend, opened)
+                tg.start_soon(remote.until_lost)
                 await serve(remote)
+                tg.cancel_scope.cancel()
             return
         from chit.engine.local import LocalEngine
         from chit.proxy.backend import EngineSide, LocalBackend

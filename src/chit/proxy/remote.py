@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from chit.engine import rpc
 from chit.engine.models import EngineEvent
 from chit.engine.remote import RemoteEngine
+from chit.engine.start import DaemonUnavailable
 from chit.errors import ChitError, ExitCode
 from chit.proxy import protocol
 from chit.proxy.models import (
@@ -55,6 +56,32 @@ class RemoteBackend(RemoteEngine):
     """The proxy's :class:`~chit.proxy.backend.ProxyBackend` through the daemon."""
 
     peer: HostPeer | None = None
+    _lost: anyio.Event | None = None
+
+    @property
+    def lost(self) -> anyio.Event:
+        """Set when the connection to the daemon ends (the daemon stopped or died)."""
+        if self._lost is None:
+            self._lost = anyio.Event()
+        return self._lost
+
+    async def _read(self) -> None:
+        try:
+            await super()._read()
+        finally:
+            self.lost.set()
+
+    async def until_lost(self) -> None:
+        """Return when the daemon is gone; raise the one-line error the proxy exits with.
+
+        Raises:
+            DaemonUnavailable: always, once the connection ended.
+        """
+        await self.lost.wait()
+        raise DaemonUnavailable(
+            "chit's daemon went away; the host should start chit proxy again "
+            "(the next one starts a new daemon)"
+        )
 
     async def attach(self, params: AttachParams, peer: HostPeer) -> UpstreamInfo:
         """See :meth:`ProxyBackend.attach`."""
