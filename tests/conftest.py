@@ -3,17 +3,16 @@
 * The throwaway PostgreSQL cluster (``pg_support``).
 * ``CHIT_NO_DAEMON=1`` keeps every ``chit`` subprocess a test starts on today's
   in-process engine (the same results for one process); the daemon's own tests take it
-  out of their environment and stop what they start. At the end of the session, any chit
-  daemon still running on a test's home is killed and reported: no test may leave one
-  behind.
+  out of their environment and stop what they start.
+* No test may leave a process behind (a daemon, a server): after each test, and after
+  the session, whatever still runs and refers to its temporary directory is reported as
+  a failure and stopped.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,44 +24,34 @@ os.environ["CHIT_NO_DAEMON"] = "1"
 
 
 @pytest.fixture(autouse=True)
-def _stop_daemons_of_this_test(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test that started chit's daemon on a home under its tmp_path gets it stopped.
+def _no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No test leaves a process running that refers to its tmp_path: checked, then ended.
 
-    Tests that take ``CHIT_NO_DAEMON`` out of their environment without stopping what
-    they start (or whose ``chit`` was killed, e.g. a terminal closed under it) would
-    otherwise leave a daemon and its servers running.
+    A chit daemon of a home under it (spawned, or a foreground ``chit daemon``), a stdio
+    server writing its stderr there, any process started with it in its command line,
+    working directory or standard streams. Such a process gets 10 s to exit on its own
+    (one that is ending is no leak), then is stopped (a daemon cleanly, with its
+    servers) and the test fails, naming it.
     """
     root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
     if root is None:
         return
-    from tests.daemon_support import stop_daemon, stray_daemons
+    from tests.daemon_support import end_leftovers, leftovers, wait_gone
 
-    for pid in stray_daemons(root):
-        home = _home_of(pid)
-        if home is not None:
-            stop_daemon(home)
-        else:
-            os.kill(pid, signal.SIGKILL)
-
-
-def _home_of(pid: int) -> Path | None:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    if b"--home" not in argv:
-        return None
-    return Path(argv[argv.index(b"--home") + 1].decode())
+    found = leftovers(root)
+    if not found:
+        return
+    still = set(wait_gone([p.pid for p in found], 10))
+    left = [p for p in found if p.pid in still]
+    if left:
+        pytest.fail(f"the test left processes running (stopped now): {end_leftovers(left)}")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_daemon_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     yield
-    from tests.daemon_support import stray_daemons
+    from tests.daemon_support import end_leftovers, leftovers
 
-    root = tmp_path_factory.getbasetemp()
-    strays = stray_daemons(root)
-    for pid in strays:
-        os.kill(pid, signal.SIGKILL)
-    assert not strays, f"tests left chit daemons running (killed): {strays}"
+    found = leftovers(tmp_path_factory.getbasetemp())
+    assert not found, f"tests left processes running (stopped now): {end_leftovers(found)}"

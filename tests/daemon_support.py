@@ -8,6 +8,7 @@ test starts is stopped by :func:`stop_daemon` at the end, and any process it lef
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -165,3 +166,91 @@ def daemon_home(home: Path) -> Iterator[Path]:
     finally:
         problems = stop_daemon(home)
         assert not problems, problems
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A process still running that refers to a test's directory."""
+
+    pid: int
+    cmdline: str
+    home: Path | None  # a chit daemon's home (None: not a daemon)
+
+
+def leftovers(root: Path, *, exclude: Iterable[int] = ()) -> list[Leftover]:
+    """Live processes that refer to ``root``: a chit daemon of a home under it, or any
+    process whose command line, working directory or standard streams lie under it (a
+    stdio server writes its stderr to the home's ``logs/servers``).
+
+    Linux ``/proc`` only (empty elsewhere). ``exclude`` is never reported (this process
+    is always excluded).
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    skip = {os.getpid(), *exclude}
+    prefix = str(root).rstrip("/") + "/"
+    raw_prefix = os.fsencode(prefix)
+    found: list[Leftover] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in skip:
+            continue
+        pid = int(entry.name)
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not alive(pid):
+            continue
+        home = _daemon_home(entry, argv)
+        if home is not None and not (str(home) + "/").startswith(prefix):
+            home = None
+        if home is None and not _refers_to(entry, argv, raw_prefix, prefix):
+            continue
+        line = b" ".join(argv).decode(errors="replace").strip()[:200]
+        found.append(Leftover(pid, line, home))
+    return found
+
+
+def _daemon_home(entry: Path, argv: list[bytes]) -> Path | None:
+    """The home of a ``python -m chit … daemon`` process (None: not one)."""
+    if b"chit" not in argv or b"daemon" not in argv:
+        return None
+    if b"--home" in argv and argv.index(b"--home") + 1 < len(argv):
+        return Path(os.fsdecode(argv[argv.index(b"--home") + 1]))
+    try:  # the foreground `chit daemon` a test starts takes CHIT_HOME from its environment
+        environ = (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for item in environ:
+        if item.startswith(b"CHIT_HOME="):
+            return Path(os.fsdecode(item.split(b"=", 1)[1]))
+    return None
+
+
+def _refers_to(entry: Path, argv: list[bytes], raw_prefix: bytes, prefix: str) -> bool:
+    if any(arg.startswith(raw_prefix) or raw_prefix in arg for arg in argv):
+        return True
+    for link in ("cwd", "fd/0", "fd/1", "fd/2"):
+        try:
+            target = os.readlink(entry / link)
+        except OSError:
+            continue
+        if (target + "/").startswith(prefix):
+            return True
+    return False
+
+
+def end_leftovers(found: list[Leftover]) -> list[str]:
+    """Stop what :func:`leftovers` found — daemons by :func:`stop_daemon` (their servers
+    with them), the rest by SIGKILL; return a description of each."""
+    described = [f"pid {p.pid}: {p.cmdline}" for p in found]
+    for p in found:
+        if p.home is not None:
+            stop_daemon(p.home)
+    for p in found:
+        if alive(p.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+    wait_gone([p.pid for p in found], 10)
+    return described

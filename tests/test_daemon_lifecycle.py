@@ -454,3 +454,28 @@ def test_a_daemon_of_another_protocol_is_one_line_through_the_cli(home: Path) ->
     finally:
         fake.kill()
         fake.wait()
+
+
+def test_the_suites_leftover_check_finds_what_a_test_could_leave(tmp_path: Path) -> None:
+    """``tests/conftest.py`` fails any test that leaves these running (and stops them)."""
+    from tests.daemon_support import end_leftovers, leftovers
+
+    log = tmp_path / "home" / "logs" / "servers" / "s.log"
+    log.parent.mkdir(parents=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    with open(log, "a") as stderr:
+        server = subprocess.Popen(sleeper, stderr=stderr, stdin=subprocess.DEVNULL)
+    env = {**os.environ, "CHIT_HOME": str(tmp_path / "home")}
+    daemon = subprocess.Popen([*sleeper, "chit", "daemon"], env=env)  # a foreground daemon
+    unrelated = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL)
+    try:
+        found = {p.pid: p for p in leftovers(tmp_path)}
+        assert set(found) == {server.pid, daemon.pid}
+        assert found[daemon.pid].home == tmp_path / "home" and found[server.pid].home is None
+        described = end_leftovers(list(found.values()))
+        assert len(described) == 2 and not wait_gone([server.pid, daemon.pid], 10)
+        assert leftovers(tmp_path) == []
+    finally:
+        for proc in (server, daemon, unrelated):
+            proc.kill()
+            proc.wait()
