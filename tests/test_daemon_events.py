@@ -128,3 +128,33 @@ def test_a_daemon_that_does_not_answer_is_not_waited_for_forever(
 
     message = anyio.run(run)
     assert "did not answer 'servers' within 0.5 s" in message
+
+
+def test_a_change_another_process_writes_reaches_the_subscribers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chit accept`` writes the store directly (it needs no server): subscribers of the
+    daemon still hear of it, through the change feed's watch of the database."""
+    with daemon_home(tmp_path / "home") as root:
+        _register_demo(root, tmp_path / "t.db")
+        env = daemon_env(root)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+
+        async def run() -> str:
+            async with RemoteEngine.open(Home(root)) as engine:
+                done = await engine.call("demo", "greet", {"name": "Ada"})
+                async with engine.events(receipt_id=done.receipt_id) as stream:
+                    ran = await anyio.to_thread.run_sync(
+                        lambda: chit("accept", done.receipt_id, "--why", "fine", env=env)
+                    )
+                    assert ran.code == 0, ran.err
+                    with anyio.fail_after(30):
+                        async for event in stream:
+                            if isinstance(event, ReceiptUpdate):
+                                verdict = event.receipt.acceptance.state.value
+                                if verdict == "accepted":
+                                    return verdict
+            return ""
+
+        assert anyio.run(run) == "accepted"
