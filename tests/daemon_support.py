@@ -40,10 +40,13 @@ def daemon_env(home: Path, **extra: str) -> dict[str, str]:
         {
             "CHIT_HOME": str(home),
             "CHIT_KEY_STORE": "file",
-            "CHIT_TOOLS_DIR": os.environ.get("CHIT_TOOLS_DIR", ""),
             "CHIT_READ_TIMEOUT": "10",
         }
     )
+    # The npm peers' directory only when the run set one: an empty value would name the
+    # current directory, and a host that passes env as KEY=VALUE pairs refuses it.
+    if os.environ.get("CHIT_TOOLS_DIR"):
+        env["CHIT_TOOLS_DIR"] = os.environ["CHIT_TOOLS_DIR"]
     env.update(extra)
     return env
 

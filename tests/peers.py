@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = Path(os.environ.get("CHIT_TOOLS_DIR", ROOT / ".tools"))
+TOOLS = Path(os.environ.get("CHIT_TOOLS_DIR") or ROOT / ".tools")
 
 
 @dataclass(frozen=True)
