@@ -96,6 +96,26 @@ def test_input_required_surfaces_exact_request_to_user() -> None:
     assert needs_user(r, at(10))
 
 
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("Please clarify what you're looking for:", "Please clarify what you're looking for. "),
+        ("Delete 3 files?", "Delete 3 files? "),
+        ("Pick one.", "Pick one. "),
+        ("Pick one", "Pick one. "),
+        ("  ", "(no message). "),
+        (":", "(no message). "),
+        (None, "(no message). "),
+    ],
+)
+def test_the_request_ends_as_one_sentence(message: str | None, shown: str) -> None:
+    """A server's own punctuation is kept, never doubled ("looking for:." was printed)."""
+    seen = InputRequestSeen(key="q", message=message)
+    d = decide(receipt(StatusObserved(status=IR, input_requests=(seen,))))
+    assert f"] {shown}Answer, decline or cancel" in d.reason
+    assert ":." not in d.reason and ".." not in d.reason
+
+
 def test_url_request_names_the_url() -> None:
     seen = InputRequestSeen(key="u", kind=InputKind.URL, url="https://x.test/auth", message="m")
     d = decide(receipt(StatusObserved(status=IR, input_requests=(seen,))))

@@ -83,6 +83,21 @@ def _ago(now: datetime, at: datetime) -> str:
     return f"{seconds // 3600} h ago"
 
 
+def _sentence(text: str | None) -> str:
+    """A server's message closed as one sentence of ours, without doubled punctuation.
+
+    Servers end prompts any way they like ("Please clarify what you're looking for:"); a
+    full stop appended blindly printed "looking for:." (a trailing ``:``, ``;``, ``,`` or
+    dash stands for what follows, which here is our next sentence, so it is dropped).
+    """
+    body = (text or "").strip()
+    if not body:
+        return "(no message)."
+    if body[-1] in ".!?\u2026":
+        return body
+    return (body.rstrip(":;,-\u2013\u2014 ") or "(no message)") + "."
+
+
 def _last_known(r: Receipt, now: datetime) -> str:
     return f"last known state {r.state}, observed {_ago(now, r.status_at)}"
 
@@ -280,7 +295,7 @@ def _live(r: Receipt, now: datetime) -> Decision:
         return Decision(
             Action.ANSWER_INPUT,
             Actor.USER,
-            f"the task needs input{more}: [{what}] {first.message or '(no message)'}. "
+            f"the task needs input{more}: [{what}] {_sentence(first.message)} "
             "Answer, decline or cancel; chit will not guess",
         )
     if r.state is LifecycleState.INPUT_REQUIRED:
