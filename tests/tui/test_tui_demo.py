@@ -8,15 +8,18 @@ import sys
 
 
 def test_headless_demo_runs_the_whole_script() -> None:
+    # The demo waits for its script to come to rest (an event), not for a fixed 10 s that
+    # a loaded machine outlasts; 120 s is only the limit.
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
     done = subprocess.run(
-        [sys.executable, "-m", "chit", "demo", "--headless-seconds", "10"],
+        [sys.executable, "-m", "chit", "demo", "--headless-seconds", "120", "--until-settled"],
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=180,
         env=env,
     )
     assert done.returncode == 0, done.stderr
+    assert "had not come to rest" not in done.stderr, done.stderr
     lines = done.stdout.splitlines()
     states = {
         line.split("\t")[2]: line.split("\t")[1] for line in lines if not line.startswith("work")

@@ -3,7 +3,8 @@
 A temporary home with an in-memory key store, the fixture task server registered, the
 Supervisor and the sidecar executor running, and a scripted agent that opens work
 records and starts a mix of tasks. ``--headless-seconds N`` plays the same script without
-the TUI for N seconds and prints the receipts (for tests and CI).
+the TUI for N seconds and prints the receipts (for tests and CI); with ``--until-settled``
+it ends as soon as the script has come to rest, N being only the limit.
 """
 
 from __future__ import annotations
@@ -152,9 +153,16 @@ class DemoRun:
     default=None,
     help="Run the script without the TUI for N seconds, then print the receipts.",
 )
+@click.option(
+    "--until-settled",
+    is_flag=True,
+    help="With --headless-seconds: end once the script has run and its tasks came to rest.",
+)
 @click.option("--keep", is_flag=True, help="Keep the throwaway home (its path is printed).")
 @click.pass_context
-def demo(ctx: click.Context, headless_seconds: float | None, keep: bool) -> None:
+def demo(
+    ctx: click.Context, headless_seconds: float | None, until_settled: bool, keep: bool
+) -> None:
     """Open the TUI on a throwaway home with a demo server and a scripted agent."""
     import shutil
     import tempfile
@@ -169,7 +177,10 @@ def demo(ctx: click.Context, headless_seconds: float | None, keep: bool) -> None
         run = DemoRun(root, use_daemon=use_daemon(ctx))
         try:
             if headless_seconds is not None:
-                time.sleep(headless_seconds)
+                if until_settled:
+                    _wait_settled(run, headless_seconds)
+                else:
+                    time.sleep(headless_seconds)
                 _print_receipts(root)
             else:
                 code = _run_tui(root, run)
@@ -183,6 +194,27 @@ def demo(ctx: click.Context, headless_seconds: float | None, keep: bool) -> None
             shutil.rmtree(root, ignore_errors=True)
     if code:
         raise SystemExit(code)
+
+
+def _wait_settled(run: DemoRun, limit: float) -> None:
+    """Wait until the demo's script has come to rest, or ``limit`` seconds have passed.
+
+    Polls the home's store (the daemon writes it) a few times a second: the script's
+    end is an event to wait for, not a time to guess, so a loaded machine only makes the
+    wait longer, never the printout incomplete.
+    """
+    import time
+
+    from chit.store import Store
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if run.agent.finished.is_set():
+            with Store.open(run.home) as store:
+                if run.agent.settled(store):
+                    return
+        time.sleep(0.2)
+    click.echo(f"chit: the demo script had not come to rest after {limit:g} s", err=True)
 
 
 def _run_tui(root: Path, run: DemoRun) -> int:
