@@ -7,12 +7,15 @@
 * A TypeScript-SDK host whose request timeout is shorter than the task still gets the
   result: the proxy keeps its request alive with progress notifications.
 * A host that gives up (timeout, no reset on progress) leaves a receipt that notes it and
-  completes anyway.
+  completes anyway; the agent fetches the result later through ``chit sidecar``'s
+  ``receipt_result`` (a real sidecar process), by the receipt id its progress messages
+  named.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -114,3 +117,29 @@ def test_a_host_that_gives_up_leaves_a_receipt_that_completes(tmp_path: Path) ->
         notes = [t for t in detail["timeline"] if t["kind"] == "host"]
         assert len(notes) == 1 and "ts-host 9.9.9 stopped waiting" in notes[0]["message"]
         assert detail["outcome"]["summary"] == "Computed g in 5 s"
+        # The agent learned the receipt id from the progress it heard before giving up.
+        named = re.search(r"chit receipt (\S+)\)", out["message"] or "")
+        assert named is not None and named.group(1) == row["receipt_id"], out
+        later = anyio.run(_sidecar_result, home, row["receipt_id"])
+        assert later["result"]["state"] == "completed"
+        assert later["result"]["outcome"]["summary"] == "Computed g in 5 s"
+        assert later["status"]["state"] == "completed"
+        assert later["cancel_error"] and "chit proxy" in later["cancel"]["reason"]
+        assert later["unknown"] == {**later["unknown"], "reason": "unknown receipt_id"}
+
+
+async def _sidecar_result(home: Path, receipt_id: str) -> dict[str, Any]:
+    """Ask a real ``chit sidecar`` (stdio, through the daemon) about ``receipt_id``."""
+    params = StdioServerParameters(
+        command=PYTHON, args=["-m", "chit", "sidecar"], env=daemon_env(home)
+    )
+    out: dict[str, Any] = {}
+    async with Client(params) as client:
+        for tool in ("receipt_result", "receipt_status", "receipt_cancel"):
+            answer = await client.call_tool(tool, {"receipt_id": receipt_id})
+            out[tool.removeprefix("receipt_")] = answer.structured_content
+            if tool == "receipt_cancel":
+                out["cancel_error"] = answer.is_error
+        unknown = await client.call_tool("receipt_result", {"receipt_id": "r_nope"})
+        out["unknown"] = unknown.structured_content
+    return out

@@ -18,7 +18,7 @@ from chit.engine import Engine
 from chit.engine.remote import RemoteEngine
 from chit.errors import ChitError, NotFound
 from chit.home import Home
-from chit.runtime.sidecar_host import receipt_view
+from chit.runtime.sidecar_host import receipt_origin, receipt_view
 
 
 class EngineGateway:
@@ -90,6 +90,14 @@ class EngineGateway:
 
         async def run(engine: Engine) -> dict[str, Any] | None:
             return receipt_view(await engine.cancel(receipt_id))
+
+        return await self._run(run)
+
+    async def origin(self, receipt_id: str) -> dict[str, Any] | None:
+        """Whether a host started it through chit proxy, and the work item it named."""
+
+        async def run(engine: Engine) -> dict[str, Any] | None:
+            return receipt_origin(await engine.receipt(receipt_id))
 
         return await self._run(run)
 

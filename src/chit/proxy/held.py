@@ -14,7 +14,8 @@ the host: its timeout, its cancel, its exit. Meanwhile the host's request stays 
 
 If the host cancels, times out or goes away, the task is *not* cancelled: its receipt
 notes that the host stopped waiting, the person sees it, and the agent can fetch the
-result later (the sidecar's ``receipt_result``). Only the server's ``host_cancel =
+result later with the sidecar's ``receipt_result`` (every progress message names the
+receipt). Only the server's ``host_cancel =
 "cancel"`` setting, or a person cancelling in chit, cancels it.
 """
 
@@ -107,7 +108,10 @@ class Held:
 
     async def _progress(self, receipt: Receipt) -> None:
         self.step += 1
+        # The receipt id rides along: an agent whose host gives up fetches the result
+        # later with the sidecar's receipt_result (the host gets no other answer).
         message = receipt.status_message or f"task {receipt.state.value}"
+        message = f"{message} (chit receipt {self.rid})"
         try:
             await self.ctx.session.report_progress(self.step, None, message)
         except Exception as exc:  # the host's stream is gone: its cancel will follow

@@ -234,6 +234,20 @@ class SupervisorGateway:
 
         return await self._run(run)
 
+    async def origin(self, receipt_id: str) -> dict[str, Any] | None:
+        """Whether a host started it through chit proxy, and the work item it named."""
+
+        async def run(sup: Supervisor) -> dict[str, Any] | None:
+            receipt = sup.store.receipts.get(receipt_id)
+            return None if receipt is None else receipt_origin(receipt)
+
+        return await self._run(run)
+
+
+def receipt_origin(receipt: Receipt) -> dict[str, Any]:
+    """``ReceiptGateway.origin``: started through chit proxy?, and its work item."""
+    return {"proxied": receipt.host is not None, "work_ref": receipt.work_ref}
+
 
 def receipt_view(receipt: Receipt) -> dict[str, Any]:
     """A receipt in the sidecar's answer shape: state, freshness and the next decision."""

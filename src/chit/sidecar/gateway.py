@@ -5,6 +5,11 @@ so it declares what it needs as :class:`ReceiptGateway`; the Supervisor implemen
 ``chit sidecar`` wires the two. Receipts are private to the principal that started them:
 the link is kept in the sidecar store's ``receipt_links`` table, and any other principal
 gets the answer an unknown id gets, byte for byte.
+
+A receipt that an agent's host started through ``chit proxy`` has no link (the proxy is
+not the sidecar). Its agent reads it all the same (:func:`may_read_proxied`): over stdio
+(the one local principal, the same user that runs the proxy), or as the principal whose
+work item the host's call named (``_meta["io.github.chit/work"]``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,12 @@ class ReceiptGateway(Protocol):
     async def cancel(self, receipt_id: str) -> dict[str, Any] | None:
         """Request cancellation; returns the cancellation posture."""
 
+    async def origin(self, receipt_id: str) -> dict[str, Any] | None:
+        """Who started the receipt: ``{"proxied": bool, "work_ref": str | None}``.
+
+        ``proxied``: an agent host started it through ``chit proxy``. None: unknown id.
+        """
+
 
 def link(db: SidecarDb, receipt_id: str, principal: str, item_id: str | None) -> None:
     """Bind a receipt to the principal that started it."""
@@ -56,6 +67,29 @@ def link(db: SidecarDb, receipt_id: str, principal: str, item_id: str | None) ->
             " VALUES (?, ?, ?, ?) ON CONFLICT(receipt_id) DO NOTHING",
             [receipt_id, principal, item_id, clock.iso()],
         )
+
+
+def linked(db: SidecarDb, receipt_id: str) -> bool:
+    """True when some principal started ``receipt_id`` through the sidecar."""
+    row = fetch_one(db, "SELECT 1 FROM receipt_links WHERE receipt_id = ?", [receipt_id])
+    return row is not None
+
+
+def may_read_proxied(origin: dict[str, Any] | None, *, local: bool, owns_item: bool) -> bool:
+    """Whether ``principal`` may read a receipt it did not start through the sidecar.
+
+    Only a receipt started through ``chit proxy`` qualifies, and only for the local
+    principal (stdio: the agent runs as the user whose proxy started it) or for the
+    principal that owns the work item the host's call named.
+
+    Args:
+        origin: The gateway's :meth:`ReceiptGateway.origin` answer.
+        local: The caller is the stdio (or ``--no-auth``) principal.
+        owns_item: The caller owns the anchor of ``origin["work_ref"]``.
+    """
+    if origin is None or not origin.get("proxied"):
+        return False
+    return local or owns_item
 
 
 def owns(db: SidecarDb, receipt_id: str, principal: str) -> bool:
