@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import re
+import time
+from collections.abc import Callable
 
 from textual.pilot import Pilot
 
@@ -20,6 +22,21 @@ async def settle(pilot: Pilot[None]) -> None:
         if not isinstance(app, ChitApp) or app.settled:
             break
     await pilot.pause()
+
+
+async def until(
+    pilot: Pilot[None], ready: Callable[[], bool], what: str, limit: float = 30.0
+) -> None:
+    """Pump the app until ``ready()`` holds; fail naming ``what`` after ``limit`` seconds.
+
+    ``pilot.pause()`` alone waits for the process to look idle by its CPU time, which a
+    loaded machine fakes (a descheduled process burns none): a step that must have
+    happened (a dialog mounted, an error shown) is waited for as that event.
+    """
+    deadline = time.monotonic() + limit
+    while not ready():
+        assert time.monotonic() < deadline, f"the app never got to: {what}"
+        await pilot.pause(0.02)
 
 
 async def quiet(pilot: Pilot[None]) -> None:

@@ -14,8 +14,9 @@ from textual.pilot import Pilot
 from textual.widgets import Select
 
 from chit.tui.backend import Mode
+from chit.tui.screens.answer import AnswerScreen
 from tests.tui.conftest import FakeSupervisor, make_app
-from tests.tui.helpers import quiet, select, settle
+from tests.tui.helpers import quiet, select, settle, until
 from tests.tui.seed import rid, seed_question
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
@@ -62,12 +63,25 @@ def test_inbox(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None
 def test_answer_form_with_errors(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
     """The form from the request schema after an empty submit: required-field messages."""
 
+    def form_field(pilot: Pilot[None], i: int = 0) -> Any:
+        screen = pilot.app.screen
+        if not isinstance(screen, AnswerScreen) or not screen.query(f"#field-{i}"):
+            return None
+        return screen.query_one(f"#field-{i}")
+
+    def first_error_shown(pilot: Pilot[None]) -> bool:
+        field = form_field(pilot)
+        shown = [b for b in pilot.app.screen.query(".field-error") if not b.has_class("-empty")]
+        return field is not None and field.has_focus and bool(shown)
+
     async def run_before(pilot: Pilot[None]) -> None:
         await quiet(pilot)  # toasts first: one under a dialog stays in the picture
         await select(pilot, rid(2))
         await pilot.press("r")
-        await settle(pilot)
+        # The events, not an idle guess: the form mounted and focused, then its errors.
+        await until(pilot, lambda: bool(form_field(pilot)) and form_field(pilot).has_focus, "form")
         await pilot.press("ctrl+s")
+        await until(pilot, lambda: first_error_shown(pilot), "the required-field messages")
         await quiet(pilot)
 
     assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
