@@ -3,11 +3,16 @@
 stdout is the MCP channel (stdio mode): nothing else is ever printed there. Errors before
 serving (unknown server, unreachable, key store) are one stderr line with the usual exit
 code, which the host reports as the server failing to start.
+
+Hosts stop a stdio server by closing its stdin, then SIGTERM (the MCP stdio transport's
+shutdown sequence). Both end the proxy the same way — its calls in flight are noted as
+given up, the engine (``--no-daemon``) closes its sessions — with exit 0 and nothing on
+stderr: hosts keep a server's stderr in their logs, and some show it as an error.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import click
 
@@ -49,14 +54,25 @@ def proxy(ctx: click.Context, server: str, http: str | None) -> None:
     daemon = use_daemon(ctx)
 
     async def main() -> None:
+        # A signal ends only the serving, as EOF does: the backend (the daemon's
+        # connection, or the engine) stays open while the host's calls in flight are
+        # noted as given up.
+        serving = anyio.CancelScope()
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(_stop_on_signals, serving)
+            await run(serving)
+            outer.cancel_scope.cancel()
+
+    async def run(serving: anyio.CancelScope) -> None:
         from chit.proxy.server import open_host, serve_http, serve_stdio
 
         async def serve(backend: object) -> None:
             proxied = await open_host(backend, home, server)  # type: ignore[arg-type]
-            if address is None:
-                await serve_stdio(proxied)
-            else:
-                await serve_http(proxied, *address)
+            with serving:
+                if address is None:
+                    await serve_stdio(proxied)
+                else:
+                    await serve_http(proxied, *address)
 
         if daemon:
             from chit.proxy.remote import RemoteBackend
@@ -88,15 +104,32 @@ def proxy(ctx: click.Context, server: str, http: str | None) -> None:
         raise _first_leaf(group) from None
 
 
+async def _stop_on_signals(scope: Any) -> None:
+    """SIGTERM or SIGHUP (the host stops us, or its terminal went away): end as on EOF."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
 def _log_to_stderr() -> None:
-    """Log to stderr (hosts keep a server's stderr in their logs); stdout is MCP's."""
+    """Log warnings to stderr (hosts keep a server's stderr in their logs); stdout is MCP's.
+
+    Only warnings and errors by default: a proxy that works says nothing, since some
+    hosts show whatever a server writes to stderr as an error.
+    ``CHIT_PROXY_LOG_LEVEL=INFO`` (or ``DEBUG``) tells more.
+    """
     import logging
     import os
     import sys
 
-    level = os.environ.get("CHIT_PROXY_LOG_LEVEL", "INFO").upper()
+    level = os.environ.get("CHIT_PROXY_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(
-        level=getattr(logging, level, logging.INFO),
+        level=getattr(logging, level, logging.WARNING),
         format="chit proxy %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

@@ -129,7 +129,7 @@ class Upstreams:
         info = info.model_copy(update={"prompts": spec.prompts, "host_cancel": spec.host_cancel})
         att = Attachment(next(self._numbers), params, peer, clock.iso(), pid, info)
         self.attachments[att.number] = att
-        log.info("host %s attached to %s", params.host.label, params.server)
+        log.info("a host attached to %s", params.server)  # who it is comes with initialize
         return att, info
 
     def set_host(self, att: Attachment, params: HostParams) -> None:
@@ -137,6 +137,7 @@ class Upstreams:
         att.params = att.params.model_copy(
             update={"host": params.host, "capabilities": params.capabilities}
         )
+        log.info("host %s is on %s", params.host.label, att.server)
 
     def detach(self, att: Attachment) -> None:
         """The proxy went away: cancel its requests in flight, forget it."""
