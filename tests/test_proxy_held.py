@@ -143,3 +143,29 @@ async def _sidecar_result(home: Path, receipt_id: str) -> dict[str, Any]:
         unknown = await client.call_tool("receipt_result", {"receipt_id": "r_nope"})
         out["unknown"] = unknown.structured_content
     return out
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("setting", ["confirm", "cancel"])
+def test_a_hosts_cancel_cancels_the_task_only_when_confirmed_or_configured(
+    tmp_path: Path, setting: str
+) -> None:
+    """``host_cancel = "confirm"`` (the default): the host gives up, the task runs on
+    until a person cancels it in chit (``chit cancel``). ``"cancel"``: the host's giving
+    up (its SDK sends ``notifications/cancelled`` on timeout) cancels the task."""
+    with proxy_home(tmp_path, demo=demo_args(tmp_path / "demo.db")) as home:
+        if setting == "cancel":
+            config = home / "config.toml"
+            config.write_text(config.read_text() + 'host_cancel = "cancel"\n')
+        out = _ts_host(home, "strict", "slow_compute", {"seconds": 60, "label": "c"}, 1500)
+        assert not out["ok"] and "timed out" in out["error"].lower(), out
+        row = wait_receipt(home, lambda r: (r["host"] or {}).get("left_at"), server="demo")
+        rid = row["receipt_id"]
+        if setting == "confirm":
+            assert row["state"] == "working" and row["cancel"]["posture"] == "not_requested"
+            ran = chit("cancel", rid, env=daemon_env(home))  # the person confirms in chit
+            assert ran.code == 0, ran.err
+        done = wait_receipt(
+            home, lambda r: r["receipt_id"] == rid and r["state"] == "cancelled", server="demo"
+        )
+        assert done["cancel"]["posture"] in ("acknowledged", "observed")
