@@ -5,7 +5,9 @@ on the server: a listen request without ``taskIds`` is passed to the SDK handler
 unchanged; one with ``taskIds`` (which needs the tasks extension, else -32021) gets a
 stream carrying both the core events it asked for and a ``notifications/tasks``
 (the full DetailedTask, as ``tasks/get`` would return it) on every change of an
-accepted task. Only ids visible to the caller are accepted and echoed in the ack.
+accepted task. Only ids visible to the caller are accepted and echoed in the ack. A task
+already terminal when the listen is acknowledged is announced once at once (it will not
+change again); a live one is announced at its next change.
 
 Task changes go through a per-stream :class:`~chit.tasks.server.coalesce.CoalescingQueue`:
 at most one pending notification per task (the row is read when it is sent, so the
@@ -132,9 +134,16 @@ class TaskListenHandler:
                 related_request_id=subscription_id,
             )
             store = self._ext.runtime.store
-            # Rows as acknowledged: only later changes are pushed.
+            # Rows as acknowledged: only later changes are pushed — except a task that
+            # ended before the listen began. It never changes again, so without one
+            # notification now its listener would wait for ever (a client that listens
+            # right after creating a short task, or after its last check, loses the race).
             for task_id in wanted:
-                if (record := store.get(task_id)) is not None:
+                if (record := store.get(task_id)) is None:
+                    continue
+                if is_terminal(record.status):
+                    queue.offer(task_id, record.status)
+                else:
                     queue.sent(task_id, record.status, record.updated_at_ms)
             poll_s = self._ext.runtime.poll_s
             # Re-read the rows after poll_s of quiet (as cheap as before when busy), but
