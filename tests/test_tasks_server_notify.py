@@ -1,8 +1,15 @@
-"""Task notifications: the coalescing queue; a completion amid chatty tasks (both generations)."""
+"""Task notifications: the coalescing queue; a completion amid chatty tasks (both generations).
+
+The chatty run asserts behaviour, not time: the completion goes out ahead of the chatter
+queued before it (few notifications between the row's commit and the completion's
+arrival, where a FIFO of every change would put hundreds), coalesced and in order. How
+long it took is a figure: ``python benchmarks/notify.py`` prints the lag.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,7 @@ CHATTY_TASKS = 20
 CHATTY_SECONDS = 2.5
 CHATTY_PERIOD_S = 0.01  # 20 tasks x 100 status-message changes/s = 2,000 changes/s
 CLIENT_COST_S = 0.005
-LATENCY_BOUND_S = 1.5  # generous: a FIFO of every change would be far behind by then
+AHEAD_BOUND = CHATTY_TASKS  # at most one in flight per chatty task; a FIFO: hundreds
 
 
 class FakeClock:
@@ -180,22 +187,45 @@ class Recorder(ClientExtension):
         self.method = method
         self.history: dict[str, list[tuple[str, str | None]]] = {}
         self.completed_at: dict[str, float] = {}
+        self.arrivals: list[tuple[float, str, str]] = []
+        """``(time.time(), task id, status)`` of every notification, in arrival order."""
 
     def notifications(self) -> list[NotificationBinding[Any]]:
         """Observe the generation's task notification."""
         return [NotificationBinding(method=self.method, params_type=OpenParams, handler=self._on)]
 
     async def _on(self, params: OpenParams) -> None:
-        # A slowish client (5 ms a notification): a FIFO of every change backs up behind it.
-        await anyio.sleep(CLIENT_COST_S)
         body = params.model_extra or {}
         task_id, status = body["taskId"], body["status"]
+        self.arrivals.append((time.time(), task_id, status))
+        # A slowish client (5 ms a notification): a FIFO of every change backs up behind it.
+        await anyio.sleep(CLIENT_COST_S)
         self.history.setdefault(task_id, []).append((status, body.get("statusMessage")))
         if status == "completed":
             self.completed_at.setdefault(task_id, time.time())
 
 
-async def run_chatty(generation: str, tmp_path: Path) -> None:
+@dataclass
+class ChattyRun:
+    """What one chatty run saw.
+
+    Attributes:
+        lag_s: the quick task's row committed → its completion notification received.
+        ahead: notifications received after that commit and before the completion.
+        sent: every task notification received.
+        per_task: the most notifications any chatty task got.
+        history: ``(status, statusMessage)`` per task, in arrival order.
+    """
+
+    lag_s: float
+    ahead: int
+    sent: int
+    per_task: int
+    history: dict[str, list[tuple[str, str | None]]]
+
+
+async def run_chatty(generation: str, tmp_path: Path) -> ChattyRun:
+    """Twenty chatty tasks and one quick one on one connection; what the client heard."""
     server, runtime = chatty_server(tmp_path / "tasks.db")
     method = "notifications/tasks/status" if generation == "2025" else "notifications/tasks"
     recorder = Recorder(method)
@@ -210,25 +240,32 @@ async def run_chatty(generation: str, tmp_path: Path) -> None:
             if generation == "2026":
                 listen = {"notifications": {"taskIds": [*chatty, quick]}}
                 tg.start_soon(raw, client, "subscriptions/listen", listen, 60)
-            await poll(client, quick, timeout=20)
-            with anyio.fail_after(10):
+            await poll(client, quick, timeout=60)
+            with anyio.fail_after(60):
                 while quick not in recorder.completed_at:
                     await anyio.sleep(0.01)
             for task_id in chatty:
-                await poll(client, task_id, timeout=30)
-            with anyio.fail_after(10):
+                await poll(client, task_id, timeout=60)
+            with anyio.fail_after(60):
                 while not set(chatty) <= set(recorder.completed_at):
                     await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
     row = runtime.store.get(quick)
     assert row is not None and row.status == "completed"
-    lag = recorder.completed_at[quick] - row.updated_at_ms / 1000
-    print(f"{generation}: lag {lag * 1000:.0f} ms, {sum(map(len, recorder.history.values()))} sent")
-    assert lag < LATENCY_BOUND_S, f"completion notified {lag:.3f} s after it was stored"
-    check_monotonic(recorder.history)
-    # Coalesced and throttled: ~250 message changes per task, a handful of notifications.
-    per_task = max(len(recorder.history.get(t, [])) for t in chatty)
-    assert per_task <= 2 * (CHATTY_SECONDS + 1) + 3, per_task
+    stored = row.updated_at_ms / 1000
+    done = next(
+        i
+        for i, (_, t, status) in enumerate(recorder.arrivals)
+        if t == quick and status == "completed"
+    )
+    ahead = sum(1 for at, _, _ in recorder.arrivals[:done] if at >= stored)
+    return ChattyRun(
+        lag_s=recorder.completed_at[quick] - stored,
+        ahead=ahead,
+        sent=len(recorder.arrivals),
+        per_task=max(len(recorder.history.get(t, [])) for t in chatty),
+        history=recorder.history,
+    )
 
 
 @pytest.mark.anyio
@@ -237,4 +274,10 @@ async def run_chatty(generation: str, tmp_path: Path) -> None:
 async def test_completion_is_notified_promptly_amid_chatter(
     generation: str, tmp_path: Path
 ) -> None:
-    await run_chatty(generation, tmp_path)
+    run = await run_chatty(generation, tmp_path)
+    print(f"{generation}: lag {run.lag_s * 1000:.0f} ms, {run.ahead} ahead, {run.sent} sent")
+    # Promptly, by order not by clock: the completion jumped the chatter queued before it.
+    assert run.ahead <= AHEAD_BOUND, f"{run.ahead} notifications went before the completion"
+    check_monotonic(run.history)
+    # Coalesced and throttled: ~250 message changes per task, a handful of notifications.
+    assert run.per_task <= 2 * (CHATTY_SECONDS + 1) + 3, run.per_task
