@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from chit.cli.demo_signals import DemoSignals
 
 
 def prepare_home(root: Path) -> None:
@@ -168,30 +171,37 @@ def demo(
     import tempfile
     import time
 
+    from chit.cli.demo_signals import orderly_exit
     from chit.cli.engine import use_daemon
 
-    root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
-    code = 0
-    try:
-        prepare_home(root)
-        run = DemoRun(root, use_daemon=use_daemon(ctx))
+    with orderly_exit() as signals:  # SIGTERM/SIGHUP: the same clean-up as quitting
+        root = Path(tempfile.mkdtemp(prefix="chit-demo-"))
+        code = 0
         try:
-            if headless_seconds is not None:
-                if until_settled:
-                    _wait_settled(run, headless_seconds)
+            with signals.deferred():  # once it runs, ``run.stop()`` undoes it all
+                prepare_home(root)
+                run = DemoRun(root, use_daemon=use_daemon(ctx))
+            try:
+                signals.check()
+                if headless_seconds is not None:
+                    if until_settled:
+                        _wait_settled(run, headless_seconds)
+                    else:
+                        time.sleep(headless_seconds)
+                    _print_receipts(root)
                 else:
-                    time.sleep(headless_seconds)
-                _print_receipts(root)
-            else:
-                code = _run_tui(root, run)
+                    code = _run_tui(root, run, signals)
+            finally:
+                signals.cleaning = True
+                run.stop()
         finally:
-            run.stop()
-    finally:
-        # After a crash the home is the evidence: keep it and say where it is.
-        if keep or code:
-            click.echo(f"demo home kept at {root}", err=True)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
+            signals.cleaning = True
+            # After a crash the home is the evidence: keep it and say where it is.
+            if keep or code:
+                click.echo(f"demo home kept at {root}", err=True)
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+    code = code or signals.exit_code() or 0
     if code:
         raise SystemExit(code)
 
@@ -217,7 +227,7 @@ def _wait_settled(run: DemoRun, limit: float) -> None:
     click.echo(f"chit: the demo script had not come to rest after {limit:g} s", err=True)
 
 
-def _run_tui(root: Path, run: DemoRun) -> int:
+def _run_tui(root: Path, run: DemoRun, signals: DemoSignals) -> int:
     from chit.home import Home
     from chit.tui.app import ChitApp
     from chit.tui.backend import Backend, Mode
@@ -230,7 +240,9 @@ def _run_tui(root: Path, run: DemoRun) -> int:
         note="demo",
     )
     home = Home(root)
-    return run_app(ChitApp(Backend(home, mode, run.host), TuiSettings(), tick=1.0), home)
+    app = ChitApp(Backend(home, mode, run.host), TuiSettings(), tick=1.0)
+    with signals.tui(app):
+        return run_app(app, home)
 
 
 def _print_receipts(root: Path) -> None:
