@@ -3,6 +3,11 @@
 Each test closes the app and opens a new one on the same home, as a person quitting and
 starting ``chit`` again. The key store is the file one (``CHIT_KEY_STORE=file``): the
 memory key store forgets the data key on exit, and with it the task handles.
+
+By default the TUI is a client of chit's daemon, which owns every server session: a
+stdio server's task (and its prompt) outlives the TUI, and the reopened TUI learns how
+it ended from the daemon's events (no re-read). With ``--no-daemon`` the engine runs in
+the TUI's process and a stdio server stops with it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input, Select
 
 from chit import clock
+from chit.engine.local import LocalEngine
 from chit.home import Home
 from chit.receipts import LifecycleState, Receipt
 from chit.tasks.client import HttpServer, ServerSpec, StdioServer
@@ -25,14 +31,16 @@ from chit.tasks.server.store import TaskStore
 from chit.tui.app import ChitApp
 from chit.tui.backend import Backend, Mode
 from chit.tui.config import TuiSettings
-from chit.tui.host import SupervisorHost
+from chit.tui.engine_host import EngineHost
 from chit.tui.launch import build_app
 from chit.tui.screens.answer import AnswerScreen
 from chit.tui.screens.inbox import InboxScreen
 from chit.tui.screens.new_call import NewCallScreen
 from chit.tui.view import Snapshot
+from tests.daemon_support import alive, chit, daemon_env, daemon_home
 from tests.engine_support import write_config
 from tests.interop_support import free_port, http_server
+from tests.proxy_support import demo_args
 from tests.tui.helpers import screen_text, select, settle
 
 pytestmark = pytest.mark.anyio
@@ -67,6 +75,21 @@ async def _until(
         await anyio.sleep(0.2)
 
 
+async def _confirm_in_inbox(pilot: Pilot[None], app: ChitApp) -> None:
+    """The one waiting prompt (confirm_delete of old.txt), answered yes from the inbox."""
+    assert [p.request.key for p in app.snapshot.prompts] == ["confirm"]
+    await pilot.press("i")
+    await settle(pilot)
+    assert isinstance(app.screen, InboxScreen)
+    await pilot.press("enter")
+    await settle(pilot)
+    answer = app.screen
+    assert isinstance(answer, AnswerScreen)
+    assert "Delete old.txt?" in screen_text(app)
+    answer.query_one("#field-0", Checkbox).value = True
+    await pilot.press("ctrl+s")
+
+
 def _receipt(app: ChitApp, tool: str) -> Receipt:
     return next(r for r in app.snapshot.receipts if r.tool == tool)
 
@@ -82,7 +105,9 @@ async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: P
     tasks_db = home.parent / "tasks.db"
     spec = StdioServer(sys.executable, [*DEMO[1:], "--db", str(tasks_db)])
     demo = _register(home, spec)
-    host = SupervisorHost.start(demo, run=False)
+    # An engine in this process that does not reconcile (as if chit had been closed
+    # before the result came in).
+    host = EngineHost(lambda: LocalEngine.open(demo, run=False), remote=False)
     first = ChitApp(Backend(demo, Mode(), host), TuiSettings(bell=False), tick=None)
     async with first.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -110,7 +135,7 @@ async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: P
         assert first.snapshot.receipts[0].state is LifecycleState.WORKING
         await pilot.press("q")
 
-    again = build_app(demo)
+    again = build_app(demo, use_daemon=False)  # --no-daemon: the engine runs here
     assert isinstance(again, ChitApp)
     again.theme = "textual-dark"
     async with again.run_test(size=(160, 48)) as pilot:
@@ -148,7 +173,7 @@ async def test_pending_prompt_survives_the_restart_and_is_answered_after(
     server restart"): a prompt can only outlive chit on a server that keeps running.
     """
     demo = _register(home, HttpServer(demo_http))
-    first = build_app(demo)
+    first = build_app(demo, use_daemon=False)
     assert isinstance(first, ChitApp)
     async with first.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -163,21 +188,11 @@ async def test_pending_prompt_survives_the_restart_and_is_answered_after(
         await _until(pilot, first, lambda s: len(s.prompts) == 1, "the prompt")
         await pilot.press("q")
 
-    again = build_app(demo)
+    again = build_app(demo, use_daemon=False)
     assert isinstance(again, ChitApp)
     async with again.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        assert [p.request.key for p in again.snapshot.prompts] == ["confirm"]
-        await pilot.press("i")
-        await settle(pilot)
-        assert isinstance(again.screen, InboxScreen)
-        await pilot.press("enter")
-        await settle(pilot)
-        answer = again.screen
-        assert isinstance(answer, AnswerScreen)
-        assert "Delete old.txt?" in screen_text(again)
-        answer.query_one("#field-0", Checkbox).value = True
-        await pilot.press("ctrl+s")
+        await _confirm_in_inbox(pilot, again)
         await _until(
             pilot,
             again,
@@ -186,5 +201,115 @@ async def test_pending_prompt_survives_the_restart_and_is_answered_after(
         )
         outcome = _receipt(again, "confirm_delete").outcome
         assert outcome is not None and "Deleted old.txt" in str(outcome)
+        assert again.snapshot.prompts == ()
+        await pilot.press("q")
+
+
+# --------------------------------------------------------------------------- the daemon
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home with the stdio demo server whose daemon is stopped (cleanly) at the end."""
+    with daemon_home(tmp_path / "home") as root:
+        env = daemon_env(root)
+        ran = chit("servers", "add", "demo", *demo_args(tmp_path / "tasks.db"), env=env)
+        assert ran.code == 0, ran.err
+        monkeypatch.setenv("CHIT_KEY_STORE", "file")
+        monkeypatch.setenv("CHIT_HOME", str(root))
+        monkeypatch.delenv("CHIT_NO_DAEMON", raising=False)
+        clock.unfreeze()
+        yield root
+
+
+async def _by_events(app: ChitApp, done: Callable[[Snapshot], bool], what: str) -> None:
+    """Wait for ``done`` with no re-read: only the engine's events may bring it."""
+    with anyio.fail_after(60):
+        while not done(app.snapshot):
+            assert app.is_running, "the app ended"
+            await anyio.sleep(0.05)
+    assert app.snapshot is not None, what
+
+
+async def test_a_stdio_task_outlives_the_tui_through_the_daemon(daemon: Path) -> None:
+    """slow_compute on a stdio server starts from the TUI; the TUI quits while it works.
+
+    The daemon keeps the server process (same pid after the restart) and the task runs
+    to its end; the reopened TUI (``chit open``'s launcher) is told by the daemon's
+    events, with no timer and no re-read.
+    """
+    first = build_app(Home(daemon))
+    assert isinstance(first, ChitApp)
+    assert first.backend.engine_events and not first.readonly
+    async with first.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        screen = first.screen
+        assert isinstance(screen, NewCallScreen)
+        screen.query_one("#server", Select).value = "demo"
+        with anyio.fail_after(60):  # the daemon spawns the real server
+            while screen.probe_result is None:
+                await settle(pilot)
+        screen.query_one("#tool", Select).value = "slow_compute"
+        await settle(pilot)
+        screen.query_one("#field-0", Input).value = "3"  # seconds
+        screen.query_one("#purpose", Input).value = "outlive the TUI"
+        await pilot.press("ctrl+s")
+        await _by_events(first, lambda s: s.total == 1, "the receipt")
+        started = _receipt(first, "slow_compute")
+        status = await anyio.to_thread.run_sync(first.backend.server_status)
+        pid = status["demo"].pid
+        assert status["demo"].connected and pid
+        await pilot.press("q")
+
+    assert alive(pid), "the stdio server stopped with the TUI"
+    again = build_app(Home(daemon))
+    assert isinstance(again, ChitApp)
+    async with again.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert [r.receipt_id for r in again.snapshot.receipts] == [started.receipt_id]
+        await _by_events(
+            again, lambda s: s.receipts[0].state is LifecycleState.COMPLETED, "completed"
+        )
+        await settle(pilot)
+        await select(pilot, started.receipt_id)
+        assert "Computed job in 3 s" in screen_text(again)
+        status = await anyio.to_thread.run_sync(again.backend.server_status)
+        assert status["demo"].pid == pid  # the same server process all along
+        await pilot.press("q")
+
+
+async def test_a_stdio_prompt_outlives_the_tui_and_is_answered_after(daemon: Path) -> None:
+    """confirm_delete asks through a stdio server; the TUI that started it quits; the
+    next one answers the prompt (the daemon kept the session) and the task completes."""
+    first = build_app(Home(daemon))
+    assert isinstance(first, ChitApp)
+    async with first.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        first.submit(
+            first.backend.call,
+            "demo",
+            "confirm_delete",
+            {"filename": "old.txt"},
+            "clean up",
+            description="Start call",
+        )
+        await _by_events(first, lambda s: len(s.prompts) == 1, "the prompt")
+        await pilot.press("q")
+
+    again = build_app(Home(daemon))
+    assert isinstance(again, ChitApp)
+    async with again.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await _confirm_in_inbox(pilot, again)
+        await _by_events(
+            again,
+            lambda s: _receipt(again, "confirm_delete").state is LifecycleState.COMPLETED,
+            "completed",
+        )
+        outcome = _receipt(again, "confirm_delete").outcome
+        assert outcome is not None and "Deleted old.txt" in str(outcome)
+        await settle(pilot)
         assert again.snapshot.prompts == ()
         await pilot.press("q")

@@ -42,47 +42,6 @@ def prepare_home(root: Path) -> None:
     Registry.for_home(home).add(spec)
 
 
-class _DaemonHost:
-    """The demo's daemon as the TUI backend's host (its sync, SupervisorHost-shaped calls).
-
-    Transitional: the TUI's Backend still speaks to a "supervisor" object; this maps its
-    calls onto the Engine (``chit.engine.blocking``) until the TUI holds an Engine itself.
-    """
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-
-    def answer(self, receipt_id: str, key: str, action: str, content: Any) -> Any:
-        return self.engine.answer(
-            receipt_id,
-            key,
-            content if action == "accept" else None,
-            decline=action == "decline",
-            cancel=action == "cancel",
-        )
-
-    def cancel(self, receipt_id: str) -> Any:
-        return self.engine.cancel(receipt_id)
-
-    def call(self, server: str, tool: str, arguments: dict[str, Any], **kw: Any) -> Any:
-        return self.engine.call(server, tool, arguments, **kw)
-
-    def accept(self, receipt_id: str) -> Any:
-        return self.engine.accept(receipt_id)
-
-    def reject(self, receipt_id: str, why: str) -> Any:
-        return self.engine.reject(receipt_id, why)
-
-    def reconcile_once(self) -> Any:
-        return self.engine.reconcile_now()
-
-    def subscribe(self, callback: Any) -> None:
-        self.engine.subscribe(callback)
-
-    def close(self) -> None:
-        """Closed by ``DemoRun.stop`` (with the daemon)."""
-
-
 class DemoRun:
     """The running demo: its engine (hosting the sidecar executor) and the agent thread.
 
@@ -103,9 +62,14 @@ class DemoRun:
         if use_daemon:
             from chit.engine.blocking import BlockingEngine
             from chit.engine.remote import RemoteEngine
+            from chit.tui.engine_host import EngineHost
 
-            self.engine = BlockingEngine.start(lambda: RemoteEngine.open(home, client="demo"))
-            self.host: Any = _DaemonHost(self.engine)
+            def opener() -> Any:
+                return RemoteEngine.open(home, client="demo")
+
+            self.engine = BlockingEngine.start(opener)
+            # The TUI's host over the demo's engine; DemoRun.stop closes the engine.
+            self.host: Any = EngineHost(opener, remote=True, owned=False, engine=self.engine)
             # Start the demo server (the daemon's child) and load the agent's sidecar now,
             # so the script's first steps do not wait for either.
             import chit.sidecar.service  # noqa: F401
@@ -115,9 +79,9 @@ class DemoRun:
             except Exception as exc:  # the script's first call will say it again
                 click.echo(f"chit: the demo server did not start yet: {exc}", err=True)
         else:
-            from chit.tui.host import SupervisorHost
+            from chit.tui.engine_host import EngineHost
 
-            self.host = SupervisorHost.start(home)
+            self.host = EngineHost.start(home, use_daemon=False)
         self.agent = DemoAgent(home, self._call)
         self._stop = threading.Event()
         self._thread = threading.Thread(

@@ -14,17 +14,29 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, ExitStack
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from chit.engine.api import Engine
-from chit.engine.models import EngineEvent, ReconcileSummary, ServerStatus, ToolsInfo
+from chit.engine.models import (
+    EngineEvent,
+    ProtocolMessage,
+    ReconcileSummary,
+    ServerStatus,
+    ToolsInfo,
+)
 from chit.receipts import Receipt
 
 log = logging.getLogger("chit.engine")
+
+T = TypeVar("T")
+
+
+async def _plain(fn: Callable[..., T], *args: Any) -> T:
+    return fn(*args)
 
 
 class BlockingEngine:
@@ -101,6 +113,18 @@ class BlockingEngine:
         """See ``Engine.reject``."""
         return self._portal.call(self.engine.reject, receipt_id, why)
 
+    def reopen(self, receipt_id: str) -> Receipt:
+        """See ``Engine.reopen``."""
+        return self._portal.call(self.engine.reopen, receipt_id)
+
+    def protocol_log(self, server: str, *, limit: int = 100) -> list[ProtocolMessage]:
+        """See ``Engine.protocol_log``."""
+        return self._portal.call(partial(self.engine.protocol_log, server, limit=limit))
+
+    def on_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run the plain function ``fn(*args)`` on the engine's thread (e.g. to read its state)."""
+        return self._portal.call(partial(_plain, fn, *args))
+
     def receipt(self, receipt_id: str) -> Receipt:
         """See ``Engine.receipt``."""
         return self._portal.call(self.engine.receipt, receipt_id)
@@ -127,8 +151,13 @@ class BlockingEngine:
         *,
         receipt_id: str | None = None,
         since: int | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> Callable[[], None]:
-        """Call ``callback(event)`` (on the engine's thread) for every event; returns stop."""
+        """Call ``callback(event)`` (on the engine's thread) for every event; returns stop.
+
+        ``on_end()`` runs (on the engine's thread) when the stream ends by itself, e.g.
+        the daemon went away; never after ``stop``.
+        """
         stop = self._portal.call(anyio.Event)
 
         async def pump(*, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -147,6 +176,11 @@ class BlockingEngine:
                         except Exception:  # a broken subscriber must not stop the stream
                             log.exception("event subscriber raised")
                 tg.cancel_scope.cancel()
+            if on_end is not None and not stop.is_set():
+                try:
+                    on_end()
+                except Exception:
+                    log.exception("event stream end handler raised")
 
         self._portal.start_task(pump)  # returns once subscribed (or raises why not)
 

@@ -25,7 +25,7 @@ from chit.receipts import (
     apply,
 )
 from chit.store import Store, ThreadLocalStore
-from chit.tui.probe import Probe, probe
+from chit.tui.probe import TIMEOUT_S, Probe, from_tools, probe
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,12 @@ class Backend:
         if self.supervisor is not None and hasattr(self.supervisor, "subscribe"):
             self.supervisor.subscribe(callback)
 
+    @property
+    def engine_events(self) -> bool:
+        """True when the engine tells every receipt change (the daemon's feed sees other
+        processes' writes too), so nothing needs to look at the store on a timer."""
+        return self.supervisor is not None and hasattr(self.supervisor, "status")
+
     # ------------------------------------------------------------------ acting
     def _guard(self, what: str) -> None:
         if self.mode.readonly:
@@ -190,6 +196,11 @@ class Backend:
 
     def undo_verdict(self, receipt_id: str, before: Acceptance) -> Receipt:
         """Put a receipt's acceptance back to what it was before the last verdict."""
+        sup = self.supervisor
+        if before.state is AcceptanceState.PENDING and sup is not None and hasattr(sup, "reopen"):
+            self._guard("undo")
+            done = sup.reopen(receipt_id)
+            return done if isinstance(done, Receipt) else self._read(receipt_id)
         return self._decide(receipt_id, before.state, before.why, verb="undo")
 
     def _decide(
@@ -233,8 +244,30 @@ class Backend:
         return list(Registry.for_home(self.home).servers().values())
 
     def probe(self, name: str) -> Probe:
-        """Connect to server ``name``: protocol, task support, tools and their schemas."""
+        """Connect to server ``name``: protocol, task support, tools and their schemas.
+
+        Through the engine's session when there is one (the daemon's: no second server
+        process); a read-only TUI connects once by itself.
+        """
+        if self.supervisor is not None and hasattr(self.supervisor, "tools"):
+            return from_tools(self.supervisor.tools(name, timeout=TIMEOUT_S))
         return probe(self.home, name)
+
+    def server_status(self) -> dict[str, Any]:
+        """Each server's session as the engine sees it (``ServerStatus``); {} without one."""
+        if self.supervisor is None or not hasattr(self.supervisor, "status"):
+            return {}
+        return {s.name: s for s in self.supervisor.status()}
+
+    def protocol_log(self, server: str, limit: int = 200) -> list[Any]:
+        """The JSON-RPC messages the engine exchanged with ``server`` (``ProtocolMessage``).
+
+        Raises:
+            ChitError: no engine runs for this TUI (read-only), so nothing was exchanged.
+        """
+        if self.supervisor is None or not hasattr(self.supervisor, "protocol_log"):
+            raise ChitError("no protocol log: chit's engine is not running for this TUI")
+        return list(self.supervisor.protocol_log(server, limit))
 
     def not_task_calls(self, limit: int = 20) -> list[Receipt]:
         """Recent calls that were answered synchronously, with the reason (newest first)."""

@@ -2,8 +2,10 @@
 
 A mixin of :class:`~chit.tui.app.ChitApp` (so ``app.py`` stays wiring). The live model
 is loaded once; afterwards a changed receipt arrives as an engine event (queued on the
-engine's thread, drained here on the UI thread), and a tick checks the store for what
-other processes wrote with two index look-ups. Nothing is re-read when nothing changed.
+engine's thread, drained here on the UI thread). The tick moves the clock and checks the
+store only for what no event tells: work records and agents' questions (and, with no
+engine, receipts other processes wrote), with two index look-ups and two ``stat`` calls.
+Nothing is re-read when nothing changed.
 Every change ends in :meth:`Feed.request_publish`, which builds one snapshot from the
 model (reading only the receipts it lacks) and sets the ``snapshot`` reactive.
 """
@@ -135,15 +137,23 @@ class Feed:
     def on_events_arrived(self, _: EventsArrived) -> None:
         # Imported here: the engine that sent the event has loaded it already, and the
         # first paint must not wait for the runtime (and mcp) to import.
+        from chit.engine.models import ReceiptUpdate, Resync
         from chit.runtime.events import ReceiptChanged
+        from chit.tui.engine_host import Disconnected
 
         self._posted.clear()
-        changed = False
+        changed = reread = False
         while self._events:
             event = self._events.popleft()
-            if isinstance(event, ReceiptChanged):
+            if isinstance(event, ReceiptChanged | ReceiptUpdate):
                 changed = self.model.apply(event.receipt) or changed
-        if changed:
+            elif isinstance(event, Resync):
+                reread = True
+            elif isinstance(event, Disconnected):
+                self._app().notify(event.reason, title="chit's daemon", severity="warning")
+        if reread:  # events were lost (or the daemon is back): read everything again
+            self.refresh_data()
+        elif changed:
             self.request_publish()
 
     def apply_receipt(self, receipt: object) -> None:
@@ -180,8 +190,13 @@ class Feed:
         store = backend.reader()
         now = loader.read_marks(store)
         receipts: list[Receipt] = []
-        if now.status_at is not None and (
-            marks.status_at is None or now.status_at > marks.status_at
+        # With the engine's events every receipt change arrives as one (the daemon's feed
+        # sees other processes' writes too): the store is looked at only for what no event
+        # tells, the work records and the agents' questions.
+        if (
+            not backend.engine_events
+            and now.status_at is not None
+            and (marks.status_at is None or now.status_at > marks.status_at)
         ):
             receipts = loader.changed_since(store, marks.status_at)
         records = now.work != marks.work

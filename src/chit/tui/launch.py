@@ -41,21 +41,28 @@ def key_store_mode(home: Home, readonly: bool, environ: Mapping[str, str]) -> Mo
     return Mode(readonly=readonly, banner=banner, note=note)
 
 
-def start_supervisor(home: Home, mode: Mode) -> tuple[Any | None, Mode]:
-    """Host the Supervisor (or attach as a viewer when ``chit daemon`` holds the lease)."""
+def start_engine(
+    home: Home, mode: Mode, *, use_daemon: bool = True, options: Any = None
+) -> tuple[Any | None, Mode]:
+    """Open the home's engine for the TUI: the daemon's (started on demand) by default.
+
+    With ``use_daemon=False`` (``--no-daemon``) the engine runs in this process, and only
+    watches when another process (a ``chit daemon``) holds the reconciler's lease. When
+    no engine can be had, the TUI still shows the store, read-only, and says why.
+    """
     if mode.readonly:
         return None, mode
-    from chit.tui.host import SupervisorHost
+    from chit.tui.engine_host import EngineHost
 
     try:
-        host = SupervisorHost.start(home)
+        host = EngineHost.start(home, use_daemon=use_daemon, options=options)
     except Exception as exc:  # the TUI still shows the store; say why nothing reconciles
         # The banner says it: an expected ChitError is only logged (no terminal line, no
         # traceback); anything else is a bug and is logged with its traceback.
         if isinstance(exc, ChitError):
-            log.info("supervisor did not start: %s", exc.message)
+            log.info("engine did not start: %s", exc.message)
         else:
-            log.warning("supervisor did not start: %s", exc, exc_info=True)
+            log.warning("engine did not start: %s", exc, exc_info=True)
         why = exc.message if isinstance(exc, ChitError) else f"{type(exc).__name__}: {exc}"
         return None, Mode(True, f"Not reconciling: {why}. Read-only.", mode.note, mode.viewer)
     if host.is_viewer:
@@ -70,13 +77,21 @@ def build_app(
     readonly: bool = False,
     environ: Mapping[str, str] | None = None,
     supervisor: Any | None = None,
+    use_daemon: bool = True,
+    options: Any = None,
 ) -> Any:
-    """Return a ready ``ChitApp`` for ``home`` (Textual is imported only here)."""
+    """Return a ready ``ChitApp`` for ``home`` (Textual is imported only here).
+
+    Args:
+        supervisor: a host already open (tests); None opens the home's engine.
+        use_daemon: be the daemon's client (default); False runs the engine here.
+        options: ``SupervisorOptions`` for an engine in this process.
+    """
     env = os.environ if environ is None else environ
     home.ensure()
     mode = key_store_mode(home, readonly, env)
     if supervisor is None:
-        supervisor, mode = start_supervisor(home, mode)
+        supervisor, mode = start_engine(home, mode, use_daemon=use_daemon, options=options)
     from chit.tui.app import ChitApp
 
     settings = load_settings(home)

@@ -45,6 +45,22 @@ class Probe:
     tools: tuple[ToolEntry, ...] = field(default_factory=tuple)
 
 
+def from_tools(info: Any) -> Probe:
+    """The engine's ``ToolsInfo`` (``chit.engine.models``) as the screens' :class:`Probe`."""
+    return Probe(
+        server=info.server,
+        server_name=info.server_name,
+        server_version=info.server_version,
+        protocol_version=info.protocol_version,
+        generation=info.generation,
+        tasks_detail=info.tasks_detail,
+        tools=tuple(
+            ToolEntry(t.name, t.title, t.description, dict(t.input_schema), t.task_support)
+            for t in info.tools
+        ),
+    )
+
+
 def probe(home: Home, name: str, timeout: float = TIMEOUT_S) -> Probe:
     """Connect to server ``name`` of ``home`` and describe it.
 
