@@ -111,6 +111,40 @@ def test_racing_starters_leave_exactly_one_daemon(home: Path) -> None:
     assert stray_daemons(home) == [int(pids.pop())]
 
 
+def test_racing_starters_on_a_home_that_does_not_exist_yet(tmp_path: Path) -> None:
+    """Six processes at once on a fresh home: one creates it, one daemon serves them all."""
+    from tests.daemon_support import stop_daemon
+
+    home = tmp_path / "fresh" / "home"  # nothing there yet, not even its parent
+    env = daemon_env(home)
+    commands = [("daemon", "start"), ("reconcile", "--once", "--json")] * 3
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "chit", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in commands
+    ]
+    try:
+        ends = [proc.communicate(timeout=120) for proc in procs]
+        assert [p.returncode for p in procs] == [0] * 6, [err for _out, err in ends]
+        daemons = stray_daemons(tmp_path)
+        assert len(daemons) == 1 and daemon_pid(home) == daemons[0]
+        named = {err.split("pid ")[1].rstrip(")\n") for _out, err in ends if "pid " in err}
+        assert named == {str(daemons[0])}
+        assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert not stop_daemon(home)
+
+
 def test_stale_socket_is_replaced_live_one_never_stolen(home: Path) -> None:
     env = daemon_env(home)
     paths = DaemonPaths(Home(home))
