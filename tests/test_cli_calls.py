@@ -206,18 +206,16 @@ def test_bad_read_timeout_setting_exits_2(env: dict[str, str], value: str) -> No
 
 
 def test_wait_on_an_unreachable_server_returns(tmp_path: Path) -> None:
-    import time
-
+    # It returns (exit 6) rather than waiting on: run_chit's timeout ends a hang; how soon
+    # is not asserted (a loaded machine decides that).
     from chit.tasks.client import HttpServer
 
     home = tmp_path / "home"
     write_config(home, {"down": HttpServer(f"http://127.0.0.1:{free_port()}/mcp")})
     env = no_keyring_env(home)
     env.update(file_key_env(home))
-    started = time.monotonic()
     ran = run_chit("call", "down", "greet", "--arg", "name=x", "--wait", env=env)
     assert ran.code == 6, ran.err
-    assert time.monotonic() - started < 30
 
 
 def test_intents_retry_of_an_unknown_key_exits_3(env: dict[str, str]) -> None:

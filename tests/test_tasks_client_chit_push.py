@@ -59,7 +59,7 @@ async def test_status_hints(gen: str, tmp_path: Path) -> None:
                 assert accepted == {handle.task_id}
             outcome = await tc.result(handle.task_id, timeout=20)
             assert outcome.status == "completed"
-            with anyio.fail_after(5):
+            with anyio.fail_after(30):
                 while handle.task_id not in hints.ids:
                     await anyio.sleep(0.05)
 
