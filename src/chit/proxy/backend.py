@@ -100,6 +100,7 @@ class EngineSide:
         self.engine = engine
         self.upstreams = Upstreams(engine.supervisor)
         self.starts = Starts(engine.supervisor)
+        self.starts.attached = lambda att: att.number in self.upstreams.attachments
 
 
 class LocalBackend:

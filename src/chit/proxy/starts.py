@@ -16,6 +16,7 @@ else the receipt's summary. Handles never leave: the result is redacted first.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -28,6 +29,8 @@ from chit.proxy.models import META_WORK, Answer, StartParams, StartReply
 from chit.proxy.upstream import Attachment
 from chit.receipts import (
     HostLeft,
+    InputKind,
+    InputRequest,
     IntentState,
     LifecycleState,
     Receipt,
@@ -55,6 +58,35 @@ class Starts:
     def __init__(self, supervisor: Supervisor) -> None:
         """Record through ``supervisor``'s store, vault and sessions."""
         self.sup = supervisor
+        self.holders: dict[str, Attachment] = {}
+        """Tasks by the attachment whose host started them (while it may still answer)."""
+        self.attached: Callable[[Attachment], bool] = lambda _att: True
+        supervisor.answers.host_asks = self.host_asks
+
+    def host_asks(self, receipt: Receipt, request: InputRequest) -> str | None:
+        """Why a person may not answer ``request`` in chit now (None: they may).
+
+        With the server's ``prompts = "host"``, an elicitation of a task whose host
+        started it, is still attached and declared elicitation is the host's to answer
+        (it is asked there). Once the host gave up or went away, chit may answer it;
+        with ``both`` the first answer wins, with ``chit`` the host is never asked.
+        """
+        rid = receipt.receipt_id
+        att = self.holders.get(rid)
+        if att is None:
+            return None
+        if receipt.is_terminal or not self.attached(att):
+            self.holders.pop(rid, None)
+            return None
+        if att.info is None or att.info.prompts != "host":
+            return None
+        if request.kind is not InputKind.ELICITATION or not att.params.capabilities.elicitation:
+            return None
+        return (
+            f"this prompt is asked of the host that started the task"
+            f' ({att.params.host.label}): server {att.server!r} has prompts = "host".'
+            f' Answer it there, or set prompts = "both" to answer in chit too'
+        )
 
     async def start(self, att: Attachment, p: StartParams) -> StartReply:
         """Send a ``tools/call`` that may become a task; see the module docstring.
@@ -118,6 +150,10 @@ class Starts:
         receipt = calls.record_started(intent, started, host=host)
         if isinstance(started, SyncResult):
             return StartReply(kind="sync", receipt=receipt, result=raw)
+        for rid, holder in list(self.holders.items()):
+            if not self.attached(holder):
+                del self.holders[rid]  # its proxy went away: chit may answer its prompts
+        self.holders[receipt.receipt_id] = att
         return StartReply(kind="task", receipt=receipt)
 
     async def _send(
@@ -223,14 +259,24 @@ class Starts:
         content = reply.get("content")
         if action == "accept":
             return await self.sup.answers.answer(
-                receipt_id, key, content if isinstance(content, dict) else {}, validate=False
+                receipt_id,
+                key,
+                content if isinstance(content, dict) else {},
+                validate=False,
+                by_host=True,
             )
         return await self.sup.answers.answer(
-            receipt_id, key, None, decline=action == "decline", cancel=action != "decline"
+            receipt_id,
+            key,
+            None,
+            decline=action == "decline",
+            cancel=action != "decline",
+            by_host=True,
         )
 
     async def gave_up(self, att: Attachment, receipt_id: str, why: str) -> Receipt:
         """The host stopped waiting for a task it started: note it; cancel if configured."""
+        self.holders.pop(receipt_id, None)  # its prompts are chit's to answer now
         receipt = self.sup.writer.apply(receipt_id, [HostLeft(why=why)])
         spec_cancel = att.info.host_cancel if att.info is not None else "confirm"
         if spec_cancel == "cancel" and not receipt.is_terminal:

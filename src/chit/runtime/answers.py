@@ -7,6 +7,7 @@ must re-deliver the prompt (:class:`chit.reconcile.LegacyInbox`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import anyio
@@ -68,6 +69,9 @@ class Answers:
         self.pool = pool
         self.inbox = inbox
         self.reconciler = reconciler
+        self.host_asks: Callable[[Receipt, InputRequest], str | None] | None = None
+        """Set by ``chit proxy``'s engine side: why a person may not answer a prompt in
+        chit now (it is with the agent host, and the server's ``prompts`` is ``host``)."""
 
     async def answer(
         self,
@@ -78,19 +82,26 @@ class Answers:
         decline: bool = False,
         cancel: bool = False,
         validate: bool = True,
+        by_host: bool = False,
     ) -> Receipt:
         """Answer (or decline / cancel) a pending input request.
 
         ``validate=False`` leaves the judgement to the server (``chit proxy`` passes a
         host's answer on as the host gave it, as it would reach the server directly);
-        the answer must still be a well-formed elicitation result.
+        the answer must still be a well-formed elicitation result. ``by_host``: the
+        answer comes from the agent host through ``chit proxy``, not from a person.
 
         Raises:
             UsageError: the answer does not fit the request's schema, or the key is ambiguous.
-            Conflict: nothing pending under that key, or the prompt was lost.
+            Conflict: nothing pending under that key, the prompt was lost, or (a
+                person's answer) the prompt is the host's to answer.
         """
         receipt = self.store.receipts.get_by_prefix(receipt_id)
         request = pending_request(receipt, key)
+        if not by_host and self.host_asks is not None:
+            reason = self.host_asks(receipt, request)
+            if reason is not None:
+                raise Conflict(reason)
         action = "decline" if decline else "cancel" if cancel else "accept"
         if action == "accept":
             if content is None:

@@ -122,8 +122,9 @@ class ServerSpec(BaseModel):
         fingerprints: ``"env.NAME"`` / ``"headers.NAME"`` → fingerprint of the sealed
             plaintext, so listings identify a secret without the data key.
         prompts: ``chit proxy`` only - who is asked when the server needs input for a
-            host's call: ``host`` (the host when it can answer, else chit's inbox),
-            ``chit`` (chit's inbox only), ``both`` (both; the first answer wins).
+            host's call: ``host`` (the host when it can answer, and only it while it
+            waits; else chit's inbox), ``chit`` (chit's inbox only), ``both`` (both;
+            the first answer wins).
         host_cancel: ``chit proxy`` only - what a host's cancel of a call that became
             a task does: ``confirm`` (nothing until a person cancels it in chit) or
             ``cancel`` (cancel the task).
