@@ -1,6 +1,7 @@
 """chit's daemon: what going through it costs, side by side, in one run.
 
 Run: ``.venv/bin/python benchmarks/daemon.py [--rounds N] [--idle-s S] [--only PART]``
+(PART: calls, reads, memory, idle, tui, cold)
 
 1. ``chit call`` round trip — a whole ``chit call demo greet`` process (a synchronous
    tool: connect, call, record, print) through a running daemon vs ``--no-daemon``,
@@ -16,7 +17,10 @@ Run: ``.venv/bin/python benchmarks/daemon.py [--rounds N] [--idle-s S] [--only P
    < 1 % of a core): no receipt and no client; then one receipt live on the HTTP demo
    server, which asks to be polled every 500 ms (so it is checked every 1 s, the policy's
    floor: each check a ``tasks/get`` and a write — the cost of one live task, not idling).
-5. For reference: the cold start of ``chit receipts --json`` on an empty home vs a bare
+5. The CPU of an open TUI (``chit`` in a pseudo-terminal, 160×48) on a home with 20
+   settled receipts and a running daemon, and the daemon's meanwhile, over ``--idle-s``
+   seconds while nothing changes (goal < 1 % of a core each).
+6. For reference: the cold start of ``chit receipts --json`` on an empty home vs a bare
    ``python -c pass`` (the ``perf`` engineer's goal: ≤ 0.1 s).
 
 The load average is printed before and after: figures on a busy machine are noisy, the
@@ -26,13 +30,16 @@ ratios less so.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -224,6 +231,52 @@ def idle_cpu(base: Path, url: str, idle_s: float) -> None:
     stop_daemon(home)
 
 
+def tui_idle(base: Path, url: str, idle_s: float) -> None:
+    """CPU of an open TUI (in a pty) and of its home's daemon while nothing changes."""
+    import pty
+    import threading
+
+    home = make_home(base, "tui", {"web": ["--url", url]})
+    env = env_for(home, daemon=True)
+    for i in range(20):  # a table with rows, all of them settled: nothing to reconcile
+        subprocess.run([*CHIT, "call", "web", "greet", "--arg", f"name=n{i}"], env=env,
+                       check=True, capture_output=True)  # fmt: skip
+    daemon = daemon_pid(home)
+    main, sub = pty.openpty()
+    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
+    tui = subprocess.Popen([*CHIT], env={**env, "TERM": "xterm-256color"}, stdin=sub,
+                           stdout=sub, stderr=sub, start_new_session=True)  # fmt: skip
+    os.close(sub)
+    drawn = bytearray()
+
+    def drain() -> None:  # an unread pty fills up and blocks the app's writes
+        try:
+            while chunk := os.read(main, 65536):
+                drawn.extend(chunk)
+        except OSError:
+            return
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 60
+        while b"greet" not in drawn and time.monotonic() < deadline:
+            time.sleep(0.1)  # the table is drawn: the TUI is up
+        time.sleep(5)  # past the start: the idle figure, not a transient
+        before = cpu_s(tui.pid), cpu_s(daemon)
+        time.sleep(idle_s)
+        tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
+        print(
+            f"open TUI (20 settled receipts, a running daemon), nothing changes: TUI "
+            f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
+            f"of a core over {idle_s:g} s (goal < 1 % each)"
+        )
+    finally:
+        tui.terminate()
+        tui.wait(30)
+        os.close(main)
+        stop_daemon(home)
+
+
 def cold_start(base: Path, rounds: int) -> None:
     empty = base / "cold-empty"
     plain = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
@@ -248,12 +301,12 @@ def main() -> None:
     parser.add_argument("--idle-s", type=float, default=30.0)
     parser.add_argument(
         "--only",
-        choices=["calls", "reads", "memory", "idle", "cold"],
+        choices=["calls", "reads", "memory", "idle", "tui", "cold"],
         action="append",
         help="Run only these parts (repeatable; default: all).",
     )
     args = parser.parse_args()
-    parts = set(args.only or ["calls", "reads", "memory", "idle", "cold"])
+    parts = set(args.only or ["calls", "reads", "memory", "idle", "tui", "cold"])
     print(f"before: {load()}")
     with tempfile.TemporaryDirectory(prefix="chit-bench-") as tmp:
         base = Path(tmp)
@@ -266,6 +319,8 @@ def main() -> None:
                 memory(base, url)
             if "idle" in parts:
                 idle_cpu(base, url, args.idle_s)
+            if "tui" in parts:
+                tui_idle(base, url, args.idle_s)
         if "cold" in parts:
             cold_start(base, args.rounds)
     print(f"after: {load()}")
