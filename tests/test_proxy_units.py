@@ -168,3 +168,46 @@ def test_an_attached_host_keeps_its_stdio_server_from_the_idle_stop(tmp_path: Pa
             assert busy_servers(engine) == set()
 
     anyio.run(main)
+
+
+def test_a_tool_that_cannot_be_a_task_is_listed_once_not_per_call() -> None:
+    """A 2025 server's ``forbidden`` tool: its first call lists the tools, later calls
+    do not (each listing was a round trip to the server on every call)."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    import anyio
+
+    from chit.proxy.host import ProxyHost
+    from chit.proxy.models import Answer, UpstreamInfo
+
+    listing = {
+        "tools": [
+            {"name": "echo", "inputSchema": {"type": "object"}},
+            {
+                "name": "slow",
+                "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": "optional"},
+            },
+        ]
+    }
+    sent: list[str] = []
+
+    class Backend:
+        async def request(self, p: Any) -> Answer:
+            sent.append(p.method)
+            return Answer(result=listing)
+
+    info = UpstreamInfo(
+        server="s", protocol_version=wire.PROTOCOL_2025, generation=wire.PROTOCOL_2025
+    )
+    host = ProxyHost(Backend(), info, runtime=None)  # type: ignore[arg-type]
+    ctx: Any = SimpleNamespace(params={}, protocol_version=wire.PROTOCOL_2025)
+
+    async def calls() -> list[str]:
+        return [await host.task_support(ctx, name) for name in ("echo", "echo", "slow", "echo")]
+
+    assert anyio.run(calls) == ["forbidden", "forbidden", "optional", "forbidden"]
+    assert sent == ["tools/list"]
+    host.support_stale = True  # the server said its tools changed: list again, once
+    assert anyio.run(calls)[0] == "forbidden" and sent == ["tools/list", "tools/list"]

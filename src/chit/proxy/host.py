@@ -75,6 +75,9 @@ class ProxyHost:
         self.info = info
         self.runtime = runtime
         self.support: dict[str, str] = dict(info.task_support)
+        self.listed: set[str] = set()
+        """Every tool name the server's ``tools/list`` gave (those not in ``support``
+        cannot be tasks): a call of one needs no new listing."""
         self.support_stale = False
         self.routes: dict[str, Ctx] = {}
         self._route_ids = itertools.count(1)
@@ -182,8 +185,9 @@ class ProxyHost:
         """``tools/list`` forwarded; learns task support; 2025 hosts see ``taskSupport``."""
         result = await self.forward(ctx, "tools/list", dict(ctx.params or {}))
         if not (ctx.params or {}).get("cursor"):
-            self.support = {}
+            self.support, self.listed = {}, set()
         self.support.update(pwire.task_support_of(result, self.info.generation))
+        self.listed.update(pwire.tool_names(result))
         self.support_stale = False
         if ctx.protocol_version == wire.PROTOCOL_2025 and self.has_tasks:
             return pwire.annotate_tools(result, self.support)
@@ -191,7 +195,8 @@ class ProxyHost:
 
     async def task_support(self, ctx: Ctx, tool: str) -> str:
         """``required``/``optional``/``forbidden`` for ``tool`` (listing once if unknown)."""
-        if self.has_tasks and (self.support_stale or tool not in self.support):
+        known = tool in self.support or tool in self.listed
+        if self.has_tasks and (self.support_stale or not known):
             with contextlib.suppress(MCPError):
                 await self.list_tools(ctx)
         return self.support.get(tool, "forbidden")

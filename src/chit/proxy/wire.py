@@ -32,6 +32,7 @@ __all__ = [
     "host_params",
     "is_modern",
     "task_support_of",
+    "tool_names",
     "undeclare_extension",
 ]
 
@@ -146,6 +147,15 @@ def annotate_tools(result: dict[str, Any], support: dict[str, str]) -> dict[str,
         annotated.append(tool)
     out["tools"] = annotated
     return out
+
+
+def tool_names(result: dict[str, Any]) -> set[str]:
+    """The tool names of a ``tools/list`` result (malformed entries skipped)."""
+    return {
+        tool["name"]
+        for tool in result.get("tools") or []
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+    }
 
 
 def task_support_of(result: dict[str, Any], generation: str | None) -> dict[str, str]:
