@@ -8,13 +8,15 @@ screen that shows server text is rendered here and must show the brackets litera
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.widgets import Select
 
-from chit.receipts import InputRequest, LifecycleState, Outcome
+from chit.engine.models import ProtocolMessage, ServerStatus
+from chit.receipts import HostInfo, InputRequest, LifecycleState, Outcome
 from chit.store import Store
 from chit.tui.probe import Probe, ToolEntry
 from tests.tui.conftest import FakeSupervisor, TestBackend, make_app
@@ -55,6 +57,21 @@ class HostileBackend(TestBackend):
 
     def probe(self, name: str) -> Probe:
         return PROBE
+
+    def server_status(self) -> dict[str, Any]:
+        host = HostInfo(name=f"h{H}", version="1", protocol="2025-11-25")
+        return {"demo": ServerStatus(name="demo", transport="stdio", connected=True, hosts=(host,))}
+
+    def protocol_log(self, server: str, limit: int = 200) -> list[Any]:
+        return [
+            ProtocolMessage(
+                at=NOW,
+                direction="received",
+                kind="notification",
+                method=f"m{H}",
+                text=json.dumps({"method": f"m{H}", "params": {"message": f"L{H}"}}),
+            )
+        ]
 
 
 def _seed(root: Path) -> Any:
@@ -117,7 +134,12 @@ async def test_server_text_is_literal_on_every_screen(tmp_path: Path) -> None:
         _literal(screen_text(app), "O", "Q")
         await pilot.press("escape", "s", "p")  # servers
         await settle(pilot)
-        _literal(screen_text(app), "N", "t", "Ti")
+        _literal(screen_text(app), "N", "t", "Ti", "h")  # h: a host through chit proxy
+        await pilot.press("l")  # the server's protocol log
+        await settle(pilot)
+        _literal(screen_text(app), "m", "L")
+        await pilot.press("escape")
+        await settle(pilot)
         await pilot.press("escape", "n")  # new call
         await settle(pilot)
         app.screen.query_one("#server", Select).value = "demo"

@@ -85,6 +85,8 @@ async def test_help_opens_from_a_dialog_and_lists_every_binding_with_its_id(
             "chit.new_call.start",
             "chit.undo",
             "chit.servers.probe",
+            "chit.protocol_log",
+            "chit.log.reload",
             "chit.filter",
         ):
             assert ident in text

@@ -25,6 +25,7 @@ from chit.tui.screens.new_call import NewCallScreen
 from chit.tui.screens.servers import ServersScreen
 from tests.tui.conftest import DEMO_PROBE, FakeSupervisor, TestBackend, make_app
 from tests.tui.helpers import settle
+from tests.tui.test_tui_protocol_log import messages
 
 pytestmark = pytest.mark.anyio
 
@@ -58,6 +59,14 @@ class GatedBackend(TestBackend):
     def probe(self, name: str) -> Probe:
         self.gate.wait()
         return DEMO_PROBE
+
+    def server_status(self) -> dict[str, Any]:
+        self.gate.wait()
+        return {}
+
+    def protocol_log(self, server: str, limit: int = 200) -> list[Any]:
+        self.gate.wait()
+        return messages(server)
 
 
 @pytest.fixture
@@ -108,7 +117,7 @@ async def test_a_late_result_for_a_closed_servers_screen_is_dropped(
         await settle(pilot)
         await pilot.press("s")
         assert isinstance(app.screen, ServersScreen)
-        await _until(pilot, lambda: gate.waiting == 1)
+        await _until(pilot, lambda: gate.waiting == 2)  # the listing and the sessions
         await pilot.press("escape")
         gate.event.set()
         await _until(pilot, lambda: gate.waiting == 0)
@@ -156,7 +165,7 @@ async def test_a_second_press_goes_back_to_the_open_screen(app: ChitApp) -> None
 
 
 FUZZ_KEYS = (
-    *("i", "s", "n", "r", "c", "a", "x", "u", "z", "p", "y", "1", "2"),
+    *("i", "s", "n", "r", "c", "a", "x", "u", "z", "p", "l", "g", "y", "1", "2"),
     *("slash", "escape", "escape", "enter", "tab", "shift+tab", "up", "down", "space"),
     *("question_mark", "ctrl+s", "ctrl+p", "home", "end", "pagedown", "backspace"),
 )

@@ -6,6 +6,9 @@ SVGs live in ``snapshots/test_tui_snapshots/``; update them with
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +16,57 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Select
 
+from chit.engine.models import ServerStatus
+from chit.receipts import HostInfo
 from chit.tui.backend import Mode
 from chit.tui.screens.answer import AnswerScreen
-from tests.tui.conftest import FakeSupervisor, make_app
+from tests.tui.conftest import FakeSupervisor, TestBackend, make_app
 from tests.tui.helpers import quiet, select, settle, until
-from tests.tui.seed import rid, seed_question
+from tests.tui.seed import NOW, rid, seed_question
+from tests.tui.test_tui_protocol_log import messages
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 
 
 def _app(tmp_path: Path, **kwargs: Any) -> Any:
     return make_app(tmp_path / "home", supervisor=FakeSupervisor(), **kwargs)
+
+
+class SessionBackend(TestBackend):
+    """The engine's view of the servers (demo connected, a host through chit proxy) and
+    a protocol log."""
+
+    __test__ = False
+
+    def server_status(self) -> dict[str, Any]:
+        host = HostInfo(name="claude-code", version="2.1", protocol="2025-11-25")
+        return {
+            "demo": ServerStatus(
+                name="demo",
+                transport="stdio",
+                connected=True,
+                session_started_at=NOW - timedelta(minutes=5),
+                pid=4242,
+                live_receipts=3,
+                hosts=(host,),
+            ),
+            "reports": ServerStatus(
+                name="reports", transport="http", failures=2, last_error="connection refused"
+            ),
+        }
+
+    def protocol_log(self, server: str, limit: int = 200) -> list[Any]:
+        return messages(server)
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Clock times in UTC whatever the machine's zone (the pictures must not move)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -104,8 +147,10 @@ def test_new_call(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> N
 
 
 @pytest.mark.parametrize("size", SIZES)
+@pytest.mark.usefixtures("utc")
 def test_servers(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
-    """Servers: protocol version, task support per tool, and why a call was not a task."""
+    """Servers: sessions (a host through chit proxy on demo), protocol version, task
+    support per tool, and why a call was not a task."""
 
     async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
@@ -114,7 +159,23 @@ def test_servers(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> No
         await pilot.press("p")
         await quiet(pilot)
 
-    assert snap_compare(_app(tmp_path), terminal_size=size, run_before=run_before)
+    app = _app(tmp_path, backend=SessionBackend)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.usefixtures("utc")
+def test_protocol_log(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The protocol log of the selected receipt's server, the newest message in full."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await quiet(pilot)
+        await select(pilot, rid(5))
+        await pilot.press("l")
+        await quiet(pilot)
+
+    app = _app(tmp_path, backend=SessionBackend)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -57,7 +57,9 @@ class ActionsMixin:
             if type(open_screen) is kind:
                 for _ in range(len(stack) - depth - 1):
                     app.pop_screen()
-                if hasattr(open_screen, "receipt_id") and open_screen is not screen:
+                # A screen about one thing (a receipt, a server) gives way to the new one.
+                about = ("receipt_id", "server_name")
+                if any(hasattr(open_screen, a) for a in about) and open_screen is not screen:
                     app.pop_screen()
                     app.push_screen(screen)
                 return
@@ -70,6 +72,15 @@ class ActionsMixin:
 
         if self._allowed("help"):
             self._app().push_screen(HelpScreen())
+
+    def action_protocol_log(self) -> None:
+        """Open the protocol log of the selected server (or the selected receipt's)."""
+        from chit.tui.screens.protocol_log import ProtocolLogScreen
+
+        getter = getattr(self._app().screen, "selected_server", None)
+        server = getter() if callable(getter) else None
+        if server is not None and self._allowed("protocol_log"):
+            self.open_screen(ProtocolLogScreen(server))
 
     def action_inbox(self) -> None:
         """Open the inbox of prompts waiting for an answer."""

@@ -61,6 +61,9 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
         Binding("i", "inbox", "Inbox", id="chit.inbox", tooltip="Prompts waiting for you"),
         Binding("n", "new_call", "New", id="chit.new_call", tooltip="Start a tool as a task"),
         Binding("s", "servers", "Servers", id="chit.servers", tooltip="Registered servers"),
+        Binding(
+            "l", "protocol_log", "Log", id="chit.protocol_log", tooltip="The server's protocol log"
+        ),
         Binding("ctrl+r", "reconcile", "Reconcile", id="chit.reconcile", show=False),
         Binding("q", "quit", "Quit", id="chit.quit", tooltip="Leave chit"),
     ]
@@ -160,6 +163,7 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
             return True
         selected = getattr(screen, "selected_receipt", None)
         prompt = getattr(screen, "has_prompt", None)
+        server = getattr(screen, "selected_server", None)
         return allowed(
             action,
             self.place(screen),
@@ -167,6 +171,7 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
             readonly=self.readonly,
             has_prompt=bool(prompt()) if callable(prompt) else False,
             can_undo=self.can_undo(),
+            server=server() if callable(server) else None,
         )
 
     @classmethod
@@ -215,6 +220,12 @@ COMMAND_ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("chit.undo", "receipt: undo verdict", "Take back the verdict just given", "undo"),
     ("chit.new_call", "call: new", "Start a tool on a server as a task", "new_call"),
     ("chit.servers", "servers: show", "Connections, protocol and task support", "servers"),
+    (
+        "chit.protocol_log",
+        "servers: protocol log",
+        "The JSON-RPC messages exchanged with the selected server",
+        "protocol_log",
+    ),
     ("chit.reconcile", "reconcile now", "Check every live receipt now", "reconcile"),
     ("chit.help", "help: keys", "Every key and its keymap id", "help"),
 )

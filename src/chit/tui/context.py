@@ -20,6 +20,8 @@ class Place(StrEnum):
     DETAIL = "detail"
     INBOX = "inbox"
     SERVERS = "servers"
+    LOG = "log"
+    """A server's protocol log."""
     FORM = "form"
     """A full-screen form (new call): typing goes to fields, only its own keys act."""
     MODAL = "modal"
@@ -36,7 +38,10 @@ RECEIPT_ACTIONS = frozenset({"answer", "cancel_task", "accept", "reject"})
 MUTATING = frozenset({"answer", "cancel_task", "accept", "reject", "new_call", "undo"})
 """Actions that change something: greyed out while read-only."""
 
-BROWSING = frozenset({Place.MAIN, Place.DETAIL, Place.INBOX, Place.SERVERS})
+NEEDS_ENGINE = frozenset({"protocol_log"})
+"""Actions that only an engine can answer: greyed out while read-only (no engine runs)."""
+
+BROWSING = frozenset({Place.MAIN, Place.DETAIL, Place.INBOX, Place.SERVERS, Place.LOG})
 """Places where the app's own keys act."""
 
 
@@ -63,6 +68,7 @@ def allowed(
     readonly: bool = False,
     has_prompt: bool = False,
     can_undo: bool = False,
+    server: str | None = None,
 ) -> bool | None:
     """Whether ``action`` (an app-level action name) works at ``place`` now.
 
@@ -73,6 +79,7 @@ def allowed(
         readonly: nothing may change (greys out what would otherwise work).
         has_prompt: the selected row is a prompt or question (the inbox's rows).
         can_undo: a verdict was given a moment ago and may be taken back.
+        server: the server selected there (a receipt's, or the servers screen's row).
     """
     if action == "help":
         return place is not Place.HELP
@@ -91,8 +98,10 @@ def allowed(
         verdict = can_judge(receipt, AcceptanceState.REJECTED)
     elif action == "undo":
         verdict = can_undo
+    elif action == "protocol_log":
+        verdict = place is not Place.LOG and server is not None
     else:  # quit, reconcile, the palette's own: wherever the app's keys act
         verdict = True
-    if verdict and readonly and action in MUTATING:
+    if verdict and readonly and action in MUTATING | NEEDS_ENGINE:
         return None
     return verdict

@@ -36,6 +36,11 @@ class ChitScreen(WorkOwner, Screen[ResultT]):
         """True when the selected row is something to answer (the inbox's rows)."""
         return False
 
+    def selected_server(self) -> str | None:
+        """The server selected here: by default the selected receipt's."""
+        receipt = self.selected_receipt()
+        return receipt.server if receipt is not None else None
+
 
 class ChitModal(WorkOwner, ModalScreen[ResultT]):
     """A dialog: only its own keys (and ``?``) act while it is open.
@@ -61,3 +66,7 @@ class ChitModal(WorkOwner, ModalScreen[ResultT]):
     def has_prompt(self) -> bool:
         """Dialogs have no rows to answer."""
         return False
+
+    def selected_server(self) -> str | None:
+        """Dialogs select no server."""
+        return None

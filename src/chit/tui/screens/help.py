@@ -43,6 +43,7 @@ def _sections() -> list[tuple[str, type[Any]]]:
     from chit.tui.screens.inbox import InboxScreen
     from chit.tui.screens.main import MainScreen
     from chit.tui.screens.new_call import NewCallScreen
+    from chit.tui.screens.protocol_log import ProtocolLogScreen
     from chit.tui.screens.servers import ServersScreen
     from chit.tui.screens.verdict import AcceptScreen
 
@@ -52,6 +53,7 @@ def _sections() -> list[tuple[str, type[Any]]]:
         ("Receipt detail", DetailScreen),
         ("Inbox", InboxScreen),
         ("Servers", ServersScreen),
+        ("Protocol log", ProtocolLogScreen),
         ("New call", NewCallScreen),
         ("Answer a prompt", AnswerScreen),
         ("Accept preview", AcceptScreen),

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Static
 
 from chit.receipts import Receipt
 from chit.tui.context import Place
+from chit.tui.health import words
 from chit.tui.probe import Probe
 from chit.tui.safe import one_line, plain, plain_line
 from chit.tui.screens.base import ChitScreen
@@ -40,6 +41,52 @@ def render_probe(result: Probe) -> RichGroup:
         Text(""),
         tools,
     )
+
+
+def session_cell(status: Any | None) -> Text:
+    """The engine's session of a server in a few words, with the proxy hosts on it."""
+    if status is None:
+        return Text("—")
+    if status.connected:
+        text = "connected"
+    elif status.failures:
+        text = f"failing ×{status.failures}"
+    else:
+        text = "idle"
+    if status.hosts:
+        n = len(status.hosts)
+        text += f" · {n} host" + ("s" if n > 1 else "")
+    return Text(text)
+
+
+def render_status(status: Any) -> Text:
+    """The highlighted server's session and the hosts connected through ``chit proxy``."""
+    out = Text()
+    if status.connected:
+        line = "session: connected"
+        if status.session_started_at is not None:
+            line += " since " + status.session_started_at.astimezone().strftime("%H:%M:%S")
+        if status.pid:
+            line += f" · pid {status.pid}"
+        out.append(line + "\n")
+    else:
+        out.append("session: not connected\n")
+        if status.last_error:
+            out.append("last error: ")
+            out.append(plain_line(words(status.last_error)))
+            out.append("\n")
+    out.append(f"live receipts: {status.live_receipts}\n")
+    if status.hosts:
+        out.append("hosts through chit proxy:\n", style="bold")
+        for host in status.hosts:
+            out.append("• ")
+            out.append(plain_line(host.label))
+            if host.protocol:
+                out.append(f" (protocol {one_line(host.protocol)})")
+            out.append("\n")
+    else:
+        out.append("no host connected through chit proxy\n", style="italic")
+    return out
 
 
 def render_not_tasks(receipts: list[Receipt]) -> Text:
@@ -75,6 +122,7 @@ class ServersScreen(ChitScreen[None]):
         with Horizontal(id="servers-body"):
             yield DataTable[Text](id="servers", cursor_type="row")
             with VerticalScroll(id="server-detail"):
+                yield Static("", id="status")
                 yield Static("", id="probe")
                 yield Static("", id="not-tasks")
         yield ChitFooter()
@@ -82,10 +130,13 @@ class ServersScreen(ChitScreen[None]):
     def on_mount(self) -> None:
         table = self.query_one("#servers", DataTable)
         table.add_column("name", key="name")
-        table.add_column("transport", key="transport")
+        table.add_column("via", key="transport")
+        table.add_column("session", key="session")
         table.add_column("target", key="target")
         self.specs: list[Any] = []
+        self.statuses: dict[str, Any] = {}
         self.submit(self.chit.backend.servers, description="Reading servers", done=self._show)
+        self.read_status()
         self.submit(
             self.chit.backend.not_task_calls, description="Reading calls", done=self._not_tasks
         )
@@ -95,7 +146,10 @@ class ServersScreen(ChitScreen[None]):
         table = self.query_one("#servers", DataTable)
         for s in specs:
             target = s.url if s.transport == "http" else " ".join([s.command or "", *s.args])
-            table.add_row(plain_line(s.name), Text(s.transport), plain_line(target), key=s.name)
+            session = session_cell(self.statuses.get(s.name))
+            table.add_row(
+                plain_line(s.name), Text(s.transport), session, plain_line(target), key=s.name
+            )
         probe = self.query_one("#probe", Static)
         if not specs:
             probe.update(
@@ -107,6 +161,35 @@ class ServersScreen(ChitScreen[None]):
             )
         else:
             probe.update(Text("Press p (or Enter) to connect and list tools.", style="italic"))
+
+    def read_status(self) -> None:
+        """Ask the engine for every server's session and the proxy hosts on it."""
+        self.submit(
+            self.chit.backend.server_status,
+            description="Reading server status",
+            done=self._status,
+            group="status",
+            exclusive=True,
+        )
+
+    def _status(self, statuses: dict[str, Any]) -> None:
+        self.statuses = statuses
+        table = self.query_one("#servers", DataTable)
+        for spec in self.specs:
+            table.update_cell(spec.name, "session", session_cell(statuses.get(spec.name)))
+        self._highlighted()
+
+    def selected_server(self) -> str | None:
+        """The highlighted server's name."""
+        row = self.query_one("#servers", DataTable).cursor_row
+        return self.specs[row].name if self.specs and 0 <= row < len(self.specs) else None
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        name = self.selected_server()
+        status = self.statuses.get(name) if name is not None else None
+        self.query_one("#status", Static).update(render_status(status) if status else "")
+        self.chit.refresh_bindings()
 
     def _not_tasks(self, receipts: list[Receipt]) -> None:
         self.query_one("#not-tasks", Static).update(render_not_tasks(receipts))
@@ -130,3 +213,4 @@ class ServersScreen(ChitScreen[None]):
 
     def _probed(self, result: Probe) -> None:
         self.query_one("#probe", Static).update(render_probe(result))
+        self.read_status()  # the probe may have opened the session
