@@ -1,7 +1,8 @@
 """SIGKILL chit's daemon while its clients work: nothing is lost, nothing doubles.
 
 Each round a client calls a tool (sometimes following it with ``--wait``) and the daemon
-is killed at a random moment — before, during or after the call. The next command
+is killed at a moment chosen by event, in turn — before the client connects, while it
+follows its task, after it is done — or at a random time. The next command
 starts a fresh daemon. At the end every receipt a client was shown exists exactly once,
 every accepted intent has its one receipt, HTTP tasks resumed to their end, and stdio
 tasks ended honestly (the server's word, or "vanished" with the reason in words).
@@ -18,6 +19,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,21 @@ def _kill_daemon(home: Path) -> None:
         assert not wait_gone([pid], 10)
 
 
+MOMENTS = ("before", "following", "done", "random")
+"""When each round kills the daemon (round n uses ``MOMENTS[n % 4]``)."""
+
+
+def _until_recorded(home: Path, purpose: str, client: subprocess.Popen[str]) -> None:
+    """Wait until the client's receipt is in the store (or the client ended)."""
+    deadline = time.monotonic() + 120
+    while client.poll() is None and time.monotonic() < deadline:
+        if (home / "chit.db").exists():
+            with contextlib.suppress(sqlite3.OperationalError):  # created meanwhile
+                if _rows(home, f"SELECT 1 FROM receipts WHERE purpose = '{purpose}'"):
+                    return
+        time.sleep(0.05)
+
+
 def _rows(home: Path, sql: str) -> list[sqlite3.Row]:
     conn = sqlite3.connect(f"file:{home / 'chit.db'}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
@@ -82,10 +99,16 @@ def test_sigkill_the_daemon_while_clients_work(tmp_path: Path, web: str) -> None
         shown: set[str] = set()
         codes: list[int] = []
         for n in range(ROUNDS):
+            # The moment of the kill, by event rather than by a guess of how long a loaded
+            # machine takes: before the client is connected, while it follows its task
+            # (its receipt exists, the task still runs), after it is done, or at random.
+            moment = MOMENTS[n % len(MOMENTS)]
             server = rng.choice(("web", "web", "local"))
-            seconds = f"seconds={rng.uniform(0.2, 1.5):.2f}"
+            following = moment == "following" or rng.random() < 0.5
+            low, high = (3.0, 6.0) if moment == "following" else (0.2, 1.5)
+            seconds = f"seconds={rng.uniform(low, high):.2f}"
             argv = ["call", server, "slow_compute", "--arg", seconds, "--arg", f"label=r{n}"]
-            argv += ["--json"] + (["--wait"] if rng.random() < 0.5 else [])
+            argv += ["--purpose", f"r{n}", "--json"] + (["--wait"] if following else [])
             client = subprocess.Popen(
                 [sys.executable, "-m", "chit", *argv],
                 env=env,
@@ -94,9 +117,13 @@ def test_sigkill_the_daemon_while_clients_work(tmp_path: Path, web: str) -> None
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            # The random moment: the client may finish first, or be mid-call.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                client.wait(timeout=rng.uniform(0.0, 4.0))
+            if moment == "following":
+                _until_recorded(home, f"r{n}", client)
+            elif moment == "done":
+                client.wait(timeout=120)
+            elif moment == "random":
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    client.wait(timeout=rng.uniform(0.0, 4.0))
             _kill_daemon(home)
             out, err = client.communicate(timeout=120)
             codes.append(client.returncode)

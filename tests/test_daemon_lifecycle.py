@@ -256,6 +256,17 @@ def test_socket_protocol_hostile_frames(home: Path) -> None:
     assert chit("daemon", "status", env=daemon_env(home)).code == 0  # the daemon lives on
 
 
+def test_the_peer_is_the_kernels_word() -> None:
+    """``peer_of`` reads the connecting process's credentials from the socket itself."""
+    from chit.daemon.peer import Peer, peer_of
+
+    left, right = socket.socketpair(socket.AF_UNIX)
+    with left, right:
+        peer = peer_of(left)
+    expected_pid = os.getpid() if hasattr(socket, "SO_PEERCRED") else None
+    assert peer == Peer(uid=os.getuid(), pid=expected_pid)
+
+
 def _as_nobody() -> None:
     nobody = pwd.getpwnam("nobody")
     os.setgroups([])
