@@ -33,13 +33,15 @@ def _no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     (one that is ending is no leak), then is stopped (a daemon cleanly, with its
     servers) and the test fails, naming it.
     """
+    from tests.daemon_support import boot_ticks, end_leftovers, leftovers, wait_gone
+
+    # A second of margin: a start time is counted in ticks, and being early costs nothing.
+    since = max(0, boot_ticks() - os.sysconf("SC_CLK_TCK"))
     root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
     if root is None:
         return
-    from tests.daemon_support import end_leftovers, leftovers, wait_gone
-
-    found = leftovers(root)
+    found = leftovers(root, since=since)
     if not found:
         return
     still = set(wait_gone([p.pid for p in found], 10))

@@ -503,8 +503,9 @@ def test_a_daemon_of_another_protocol_is_one_line_through_the_cli(home: Path) ->
 
 def test_the_suites_leftover_check_finds_what_a_test_could_leave(tmp_path: Path) -> None:
     """``tests/conftest.py`` fails any test that leaves these running (and stops them)."""
-    from tests.daemon_support import end_leftovers, leftovers
+    from tests.daemon_support import boot_ticks, end_leftovers, leftovers
 
+    since = boot_ticks() - os.sysconf("SC_CLK_TCK")  # as the check takes it, at test start
     log = tmp_path / "home" / "logs" / "servers" / "s.log"
     log.parent.mkdir(parents=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
@@ -516,6 +517,10 @@ def test_the_suites_leftover_check_finds_what_a_test_could_leave(tmp_path: Path)
     try:
         found = {p.pid: p for p in leftovers(tmp_path)}
         assert set(found) == {server.pid, daemon.pid}
+        # Only processes started since the test began are read: the same ones here.
+        assert {p.pid for p in leftovers(tmp_path, since=since)} == set(found)
+        later = boot_ticks() + 60 * os.sysconf("SC_CLK_TCK")
+        assert leftovers(tmp_path, since=later) == []
         assert found[daemon.pid].home == tmp_path / "home" and found[server.pid].home is None
         described = end_leftovers(list(found.values()))
         assert len(described) == 2 and not wait_gone([server.pid, daemon.pid], 10)
