@@ -231,8 +231,12 @@ def idle_cpu(base: Path, url: str, idle_s: float) -> None:
     stop_daemon(home)
 
 
-def tui_idle(base: Path, url: str, idle_s: float) -> None:
-    """CPU of an open TUI (in a pty) and of its home's daemon while nothing changes."""
+def tui_idle(base: Path, url: str, idle_s: float, tick: float | None = None) -> None:
+    """CPU of an open TUI (in a pty) and of its home's daemon while nothing changes.
+
+    ``tick`` sets the TUI's ``[tui] tick`` (its redraw of the time columns; 1 s by
+    default) to tell the redraw's share from the rest.
+    """
     import pty
     import threading
 
@@ -241,6 +245,8 @@ def tui_idle(base: Path, url: str, idle_s: float) -> None:
     for i in range(20):  # a table with rows, all of them settled: nothing to reconcile
         subprocess.run([*CHIT, "call", "web", "greet", "--arg", f"name=n{i}"], env=env,
                        check=True, capture_output=True)  # fmt: skip
+    if tick is not None:
+        (home / "config.toml").write_text(f"[tui]\ntick = {tick}\n")
     daemon = daemon_pid(home)
     main, sub = pty.openpty()
     fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
@@ -266,7 +272,8 @@ def tui_idle(base: Path, url: str, idle_s: float) -> None:
         time.sleep(idle_s)
         tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
         print(
-            f"open TUI (20 settled receipts, a running daemon), nothing changes: TUI "
+            f"open TUI (20 settled receipts, a running daemon, tick {tick or 1:g} s), "
+            f"nothing changes: TUI "
             f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
             f"of a core over {idle_s:g} s (goal < 1 % each)"
         )
@@ -299,6 +306,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--idle-s", type=float, default=30.0)
+    parser.add_argument("--tui-tick", type=float, default=None, help="The TUI's [tui] tick.")
     parser.add_argument(
         "--only",
         choices=["calls", "reads", "memory", "idle", "tui", "cold"],
@@ -320,7 +328,7 @@ def main() -> None:
             if "idle" in parts:
                 idle_cpu(base, url, args.idle_s)
             if "tui" in parts:
-                tui_idle(base, url, args.idle_s)
+                tui_idle(base, url, args.idle_s, args.tui_tick)
         if "cold" in parts:
             cold_start(base, args.rounds)
     print(f"after: {load()}")
