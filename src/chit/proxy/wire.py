@@ -9,7 +9,6 @@ for the host's version when the two differ.
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Any
 
 from mcp_types import (
@@ -75,9 +74,12 @@ def undeclare_extension(params: dict[str, Any]) -> None:
     caps = meta.get(CLIENT_CAPABILITIES_META_KEY)
     if not isinstance(caps, dict) or wire.EXTENSION_ID not in (caps.get("extensions") or {}):
         return
-    caps = copy.deepcopy(caps)
-    caps["extensions"].pop(wire.EXTENSION_ID, None)
-    if not caps["extensions"]:
+    # A new dict at each level that changes (a deep copy per call was measurable).
+    caps = dict(caps)
+    extensions = {k: v for k, v in caps["extensions"].items() if k != wire.EXTENSION_ID}
+    if extensions:
+        caps["extensions"] = extensions
+    else:
         caps.pop("extensions")
     meta[CLIENT_CAPABILITIES_META_KEY] = caps
 

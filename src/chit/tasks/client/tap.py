@@ -1,11 +1,13 @@
 """A transport that shows every JSON-RPC message it carries to an observer.
 
 ``tapped(transport, tap)`` wraps any client transport (stdio, streamable HTTP, a test
-transport): two relay tasks copy messages between the real streams and the ones the
-client uses, and hand each to ``tap(direction, message)`` on the way. The observer gets
-the SDK's ``SessionMessage`` (or the ``Exception`` a transport reports) and must be
-quick and must not raise; the protocol log (``chit.reconcile.protocol_log``) only keeps
-a reference and renders on demand.
+transport): the streams the client uses are the transport's own, wrapped so that each
+message is handed to ``tap(direction, message)`` as it passes — inline, on the task that
+sends or receives it. (Relay tasks between two pairs of streams did the same with two
+more task switches per message each way, a measurable share of a proxied call's CPU in
+the daemon: ``benchmarks/proxy.py``.) The observer gets the SDK's ``SessionMessage`` (or
+the ``Exception`` a transport reports) and must be quick and must not raise; the protocol
+log (``chit.reconcile.protocol_log``) only keeps a reference and renders on demand.
 """
 
 from __future__ import annotations
@@ -15,15 +17,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-import anyio
-
 log = logging.getLogger(__name__)
 
 Direction = Literal["sent", "received"]
 Tap = Callable[[Direction, Any], None]
 """``tap(direction, message)``: ``message`` is a ``SessionMessage`` or an ``Exception``."""
-
-_BUFFER = 64
 
 
 def _observe(tap: Tap, direction: Direction, message: Any) -> None:
@@ -33,39 +31,73 @@ def _observe(tap: Tap, direction: Direction, message: Any) -> None:
         log.warning("protocol tap raised", exc_info=True)
 
 
+class _TappedReceive:
+    """The transport's read stream; each message received is shown to the tap first."""
+
+    def __init__(self, inner: Any, tap: Tap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context, when the transport's stream carries one (SDK duck type)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        message = await self._inner.receive()
+        _observe(self._tap, "received", message)
+        return message
+
+    def __aiter__(self) -> _TappedReceive:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TappedReceive:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _TappedSend:
+    """The transport's write stream; each message sent is shown to the tap first."""
+
+    def __init__(self, inner: Any, tap: Tap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    async def send(self, message: Any) -> None:
+        _observe(self._tap, "sent", message)
+        await self._inner.send(message)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TappedSend:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def tapped(transport: Any, tap: Tap) -> AsyncIterator[tuple[Any, Any]]:
     """Enter ``transport`` and yield ``(read, write)`` streams that report to ``tap``."""
     async with transport as (inner_read, inner_write):
-        to_client_send, to_client = anyio.create_memory_object_stream[Any](_BUFFER)
-        from_client, from_client_receive = anyio.create_memory_object_stream[Any](_BUFFER)
-
-        gone = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
-
-        async def down() -> None:
-            # The server's side ending (or breaking) ends the client's read stream.
-            async with to_client_send:
-                try:
-                    async for message in inner_read:
-                        _observe(tap, "received", message)
-                        await to_client_send.send(message)
-                except gone:
-                    return
-
-        async def up() -> None:
-            async with from_client_receive:
-                try:
-                    async for message in from_client_receive:
-                        _observe(tap, "sent", message)
-                        await inner_write.send(message)
-                except gone:
-                    return
-            await inner_write.aclose()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(down)
-            tg.start_soon(up)
-            try:
-                yield to_client, from_client
-            finally:
-                tg.cancel_scope.cancel()
+        yield _TappedReceive(inner_read, tap), _TappedSend(inner_write, tap)
