@@ -196,6 +196,11 @@ def test_daemon_that_cannot_start_says_why(tmp_path: Path) -> None:
         assert ran.err.count("\n") == 1 and "key store" in ran.err.lower()
         assert "Traceback" not in ran.err
         assert daemon_pid(home) is None
+        # The same words as without the daemon, the fix included (it was cut at 300).
+        alone = chit("--no-daemon", "call", "demo", "greet", env=env)
+        assert alone.code == 4 and alone.err.startswith("chit: ")
+        assert ran.err == alone.err.rstrip("\n") + " (chit's daemon could not start)\n"
+        assert "CHIT_KEY_STORE=file" in ran.err
 
 
 def test_protocol_mismatch_says_restart(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -190,16 +190,22 @@ def _raise_start_failure(paths: DaemonPaths, code: int | None) -> None:
     raise ChitError(f"{message} (chit's daemon could not start)", exit_code=exit_code)
 
 
+LAST_LINE_MAX = 2000
+"""How much of the daemon's last log line a client repeats (chit's own one-line errors
+run to ~600 characters: the key store's names the fix for each platform; cut at 300, the
+client ended on "headless or CI: " with the fix itself missing)."""
+
+
 def last_line(path: Path) -> str:
-    """The last non-empty line of a log file ("" when none)."""
+    """The last non-empty line of a log file ("" when none), at most :data:`LAST_LINE_MAX`."""
     try:
         with open_regular(path) as (fd, st):  # a FIFO here must not hang the client
-            os.lseek(fd, max(0, st.st_size - 4096), os.SEEK_SET)
-            tail = os.read(fd, 4096).decode("utf-8", "replace")
+            os.lseek(fd, max(0, st.st_size - 2 * LAST_LINE_MAX), os.SEEK_SET)
+            tail = os.read(fd, 2 * LAST_LINE_MAX).decode("utf-8", "replace")
     except OSError:
         return ""
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    return lines[-1][:LAST_LINE_MAX] if lines else ""
 
 
 def rotate(path: Path, max_bytes: int = LOG_MAX_BYTES, keep: int = LOG_KEEP) -> None:
