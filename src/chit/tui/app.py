@@ -86,6 +86,7 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
         self.tick_s = tick
         self.alerts = AlertTracker()
         self.last_verdict: tuple[str, Acceptance, datetime] | None = None
+        self._context_key: object = None
         self.theme = self.settings.theme
         self.init_feed()
         if self.settings.keymap:
@@ -117,7 +118,7 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
     def publish(self, snapshot: Snapshot) -> None:
         """Show ``snapshot`` everywhere, with a toast for what deserves one."""
         self.snapshot = snapshot
-        self.refresh_bindings()
+        self.refresh_context()
         for alert in self.alerts.diff(snapshot):
             self.notify(alert.message, title=alert.title, severity=alert.severity)
             if self.settings.bell:
@@ -147,6 +148,28 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
         if isinstance(screen, HelpScreen):
             return Place.HELP
         return getattr(screen, "PLACE", Place.MODAL)
+
+    def refresh_context(self) -> None:
+        """Refresh the footer's keys only when what decides them changed.
+
+        ``refresh_bindings`` recomposes the footer and lays the screen out again: on every
+        published snapshot it was most of an idle TUI's cost, and a snapshot seldom
+        changes which keys work (the selected receipt's state, the screen, read-only).
+        """
+        screen = self.screen
+        own = getattr(screen, "check_action", None)
+        key = (
+            id(screen),
+            tuple(self.allows(b.action, screen) for b in self._bindings_of_app()),
+            tuple(
+                own(b.action, ()) if callable(own) else True
+                for b in getattr(screen, "BINDINGS", ())
+                if isinstance(b, Binding)
+            ),
+        )
+        if key != self._context_key:
+            self._context_key = key
+            self.refresh_bindings()
 
     def can_undo(self) -> bool:
         """True while the last verdict may still be taken back."""

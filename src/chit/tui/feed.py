@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from chit import clock
@@ -24,10 +24,17 @@ from chit.tui.index import ReceiptIndex
 from chit.tui.loader import Marks, RecordInfo
 from chit.tui.messages import EventsArrived, PublishRequested
 from chit.tui.model import LiveModel, Need
-from chit.tui.view import INBOX_LIMIT, PAGE_SIZE, Query, Question, parse_filter
+from chit.tui.view import INBOX_LIMIT, PAGE_SIZE, Query, Question, clock_marks, parse_filter
 
 if TYPE_CHECKING:
     from chit.tui.app import ChitApp
+
+
+COARSE_S = 15.0
+"""Seconds a text that moves by the minute may lag behind the clock."""
+
+RECORDS_EVERY = 5
+"""With the engine's events, the store is looked at for work records every this many ticks."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class Feed:
     _posted: threading.Event
     _side: object
     publish_pending: bool
+    _ticks: int
 
     def _app(self) -> ChitApp:
         return self  # type: ignore[return-value]
@@ -79,6 +87,7 @@ class Feed:
         self._posted = threading.Event()
         self._side = None
         self.publish_pending = False
+        self._ticks = 0
 
     @property
     def filter_query(self) -> Query:
@@ -163,13 +172,38 @@ class Feed:
 
     # ------------------------------------------------------------------ the tick
     def tick(self) -> None:
-        """Move the clock (near-expiry, "observed 12 s ago") and check for other writers."""
+        """Move the clock (near-expiry, "observed 12 s ago") and check for other writers.
+
+        A tick that changes nothing on screen publishes nothing: the snapshot is built
+        (cheap: the index's window) and published only when a row changed group or a
+        clock-driven text moved (:func:`~chit.tui.view.clock_marks`). Publishing repaints
+        the table, the status line and the footer, which is most of an idle TUI's cost.
+        """
         if not self.model.ready:
             return
         assert self.model.index is not None
-        self.model.index.advance(clock.now())
-        self.request_publish()
-        self.check_now()
+        now = clock.now()
+        moved = self.model.index.advance(now)
+        if moved or self.publish_pending or self._clock_moved(now):
+            self.request_publish()
+        self._ticks += 1
+        backend = self._app().backend
+        # Receipts come as events; an agent's question shows within a tick (two ``stat``
+        # calls here); work records are looked at every few ticks.
+        quiet = backend.engine_events and self._ticks % RECORDS_EVERY
+        if not (quiet and backend.questions_marker() == self._side):
+            self.check_now()
+
+    def _clock_moved(self, now: Any) -> bool:
+        """A clock-driven text on screen moved: by the second at once, by the minute (or
+        slower) within :data:`COARSE_S` (such a text is a minute wide anyway, and rows
+        observed at different seconds would otherwise repaint the screen every tick)."""
+        shown = self._app().snapshot
+        if not self.model.ready or shown.now.year < 2000:
+            return True
+        coarse = (now - shown.now).total_seconds() >= COARSE_S
+        later = replace(shown, now=now)
+        return clock_marks(later, coarse=coarse) != clock_marks(shown, coarse=coarse)
 
     def check_now(self) -> None:
         """Look for what other processes wrote (receipts, work records, questions)."""

@@ -257,3 +257,40 @@ def near_expiry(receipt: Receipt, now: datetime) -> bool:
     if receipt.is_terminal or receipt.expires_at is None:
         return False
     return now < receipt.expires_at <= now + NEAR_EXPIRY
+
+
+def clock_marks(snapshot: Snapshot, *, coarse: bool = True) -> tuple[object, ...]:
+    """Every text of ``snapshot`` that moves with the clock alone, as the screens show it.
+
+    Two snapshots with the same marks look the same at any time (everything else in them
+    changes only with the data), so a clock tick publishes only when these differ.
+
+    Args:
+        coarse: include the texts that move by the minute or slower ("26 min ago", a
+            countdown in hours) and the minute itself (times shown elsewhere, a
+            receipt's detail, move at least once a minute). Without them: only what
+            moves by the second ("12 s ago", "4m12s", near expiry).
+    """
+    now = snapshot.now
+    marks: list[object] = [now.replace(second=0, microsecond=0)] if coarse else []
+
+    def mark(text: object, fine: bool) -> None:
+        if coarse or fine:
+            marks.append(text)
+
+    for group in snapshot.groups:
+        if group.record is not None:
+            text = ago(now, group.record.updated_at)
+            mark(text, text.endswith(" s ago"))
+        for r in group.receipts:
+            seen = observed(r, now)
+            mark(seen, seen[0].endswith(" s ago"))
+            if not r.is_terminal:
+                left = countdown(now, r.expires_at)
+                mark((left, near_expiry(r, now)), left.endswith("s") or left == "expired")
+    for at in [p.request.received_at for p in snapshot.prompts] + [
+        q.asked_at for q in snapshot.questions
+    ]:
+        text = ago(now, at)
+        mark(text, text.endswith(" s ago"))
+    return tuple(marks)

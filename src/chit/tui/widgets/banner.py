@@ -57,4 +57,9 @@ class StatusLine(Static):
             parts.append(Text("READ-ONLY", style="bold"))
         if mode.note:
             parts.append(Text(mode.note, style="italic"))
-        self.update(Text(" · ").join(parts))
+        line = Text(" · ").join(parts)
+        # Static.update lays the screen out again: skip it when nothing changed (most
+        # clock ticks).
+        if line != getattr(self, "_line", None):
+            self._line = line
+            self.update(line)

@@ -229,6 +229,13 @@ class DetailView(VerticalScroll):
     def show(self, detail: Detail | RecordDetail | None, now: datetime) -> None:
         """Render ``detail`` (None: the row is gone)."""
         body = self.query_one("#detail-body", Static)
+        # A receipt's detail is rendered as read (its times are the read's); a record's
+        # moves with the minute. Re-rendering the same lays the screen out for nothing.
+        key = (detail, self.app.theme, None if isinstance(detail, Detail) else now.minute)
+        shown = getattr(self, "_shown", None)
+        if shown is not None and shown[0] is detail and shown[1:] == key[1:]:
+            return
+        self._shown = key
         if detail is None:
             body.update(Text("This row no longer exists.", style="italic"))
         elif isinstance(detail, Detail):

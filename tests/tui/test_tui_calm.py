@@ -1,0 +1,90 @@
+"""Calm: a clock tick that changes nothing on screen publishes (and repaints) nothing.
+
+The clock is frozen and moved by hand (``chit.clock``); the app's tick is called
+directly. A published snapshot is a new object, so "nothing published" is "the same
+snapshot object as before".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from chit import clock
+from chit.receipts import LifecycleState
+from chit.store import Store
+from chit.tui.app import ChitApp
+from tests.tui.conftest import FakeSupervisor, make_app
+from tests.tui.helpers import screen_text, settle
+from tests.tui.seed import NOW, _receipt
+
+pytestmark = pytest.mark.anyio
+
+
+def _app(root: Path, observed_ago: timedelta) -> ChitApp:
+    """A home with three working receipts observed ``observed_ago`` before NOW."""
+    app = make_app(root, data=False, supervisor=FakeSupervisor())
+    with Store.open(app.backend.home) as store:
+        for n in range(1, 4):
+            at = NOW - observed_ago - timedelta(seconds=n)
+            r = _receipt(n, status_at=at, accepted_at=at, state=LifecycleState.WORKING)
+            store.receipts.insert(r, None, None, [])
+    return app
+
+
+async def test_ticks_that_change_no_text_publish_nothing(tmp_path: Path) -> None:
+    app = _app(tmp_path / "home", timedelta(minutes=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        shown = app.snapshot
+        assert "10m" in screen_text(app)  # the narrow "seen" column beside the pane
+        for second in range(1, 15):  # "10m" stays "10m"
+            clock.freeze(NOW + timedelta(seconds=second))
+            app.tick()
+            await settle(pilot)
+            assert app.snapshot is shown, f"published at +{second} s"
+        clock.freeze(NOW + timedelta(seconds=61))  # a new minute: every row reads 11m
+        app.tick()
+        await settle(pilot)
+        assert app.snapshot is not shown
+        assert "11m" in screen_text(app) and "10m" not in screen_text(app)
+
+
+async def test_a_text_that_moves_by_the_second_is_published_every_tick(tmp_path: Path) -> None:
+    app = _app(tmp_path / "home", timedelta(seconds=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert "11s" in screen_text(app)
+        for second in (1, 2):
+            shown = app.snapshot
+            clock.freeze(NOW + timedelta(seconds=second))
+            app.tick()
+            await settle(pilot)
+            assert app.snapshot is not shown
+            assert f"{11 + second}s" in screen_text(app)
+
+
+async def test_the_footer_is_refreshed_only_when_the_keys_change(tmp_path: Path) -> None:
+    app = _app(tmp_path / "home", timedelta(seconds=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        refreshed = 0
+        original = app.refresh_bindings
+
+        def counting() -> None:
+            nonlocal refreshed
+            refreshed += 1
+            original()
+
+        app.refresh_bindings = counting  # type: ignore[method-assign]
+        for second in (1, 2, 3):  # three publishes, the same keys work
+            clock.freeze(NOW + timedelta(seconds=second))
+            app.tick()
+            await settle(pilot)
+        assert refreshed == 0
+        app.set_paused(True)  # not a key change (z's own screen refreshes it)
+        await pilot.press("s")  # another screen: other keys
+        await settle(pilot)
+        assert refreshed >= 1
