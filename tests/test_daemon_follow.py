@@ -97,3 +97,24 @@ def test_a_follower_whose_daemon_dies_says_so_in_one_line(home: Path) -> None:
     ended = chit("follow", rid, "--json", env=env, timeout=120)
     assert ended.code in (11, 14), (ended.code, ended.err)
     assert daemon_pid(home) not in (None, pid)
+
+
+def test_a_wait_prompt_answered_elsewhere_follows_on(home: Path) -> None:
+    """``--wait`` asks on its terminal; ``chit answer`` from another process wins."""
+    from tests.test_cli_forms import Terminal
+
+    env = daemon_env(home)
+    term = Terminal(env, "call", "demo", "confirm_delete", "--arg", "filename=a.txt", "--wait")
+    try:
+        term.expect("- confirm (yes/no, required)")
+        term.expect(": ")  # the prompt waits for the person
+        rows = json.loads(chit("receipts", "--json", env=env).out)
+        (rid,) = [r["receipt_id"] for r in rows]
+        ran = chit("answer", rid, "--json", '{"confirm": true}', env=env)
+        assert ran.code == 0, ran.err
+        # It gave up the prompt by itself (nothing typed) and followed the task to its end.
+        assert term.wait() == 0, term.seen
+    finally:
+        term.proc.kill()
+    assert "the request was answered elsewhere; following on" in term.seen
+    assert "state    completed" in term.seen and "Deleted a.txt" in term.seen

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,7 +19,7 @@ from chit.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from chit.engine import Engine
-    from chit.receipts import Receipt
+    from chit.receipts import InputRequest, Receipt
 
 
 async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
@@ -28,7 +28,7 @@ async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
     A value that does not fit is asked again (the prompt), and so is an answer the
     engine refuses; a request answered elsewhere meanwhile is simply followed on.
     """
-    from chit.cli.forms import ask_on_terminal, terminal_say
+    from chit.cli.forms import Abandoned, terminal_say
     from chit.errors import Conflict
 
     interactive = sys.stdin.isatty()
@@ -38,7 +38,10 @@ async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
             return receipt
         request = receipt.pending_inputs[0]
         try:
-            content = await ask_on_terminal(request)
+            content = await _ask_unless_answered(engine, receipt, request)
+        except Abandoned:
+            terminal_say("chit: the request was answered elsewhere; following on")
+            continue
         except UsageError as exc:  # not a form chit can ask: the person answers otherwise
             terminal_say(f"chit: {exc.message}")
             return receipt
@@ -50,6 +53,57 @@ async def wait_for(engine: Engine, receipt: Receipt) -> Receipt:
                 terminal_say(f"chit:   {detail}")
         except Conflict as exc:
             terminal_say(f"chit: {exc.message}")
+
+
+async def _ask_unless_answered(
+    engine: Engine, receipt: Receipt, request: InputRequest
+) -> dict[str, Any]:
+    """Ask ``request`` on the terminal until answered here — or elsewhere.
+
+    The receipt's events are watched meanwhile: once the request is no longer pending
+    (``chit answer`` from another terminal, the TUI, or the task ended) the prompt gives
+    up with :class:`~chit.cli.forms.Abandoned`.
+    """
+    import threading
+
+    import anyio
+    from anyio.abc import ObjectReceiveStream
+
+    from chit.cli.forms import ask_on_terminal
+    from chit.engine.models import EngineEvent, ReceiptUpdate
+
+    abandoned = threading.Event()
+
+    def settled(current: Receipt) -> bool:
+        pending = {q.key for q in current.pending_inputs}
+        return current.is_terminal or request.key not in pending
+
+    async def watch(stream: ObjectReceiveStream[EngineEvent]) -> None:
+        async for event in stream:
+            if isinstance(event, ReceiptUpdate) and settled(event.receipt):
+                abandoned.set()
+                return
+
+    async with (
+        engine.events(receipt_id=receipt.receipt_id) as stream,
+        anyio.create_task_group() as tg,
+    ):
+        # Subscribed first, then looked at: an answer in between is not missed.
+        if settled(await engine.receipt(receipt.receipt_id)):
+            abandoned.set()
+        tg.start_soon(watch, stream)
+        try:
+            content = await ask_on_terminal(request, abandoned)
+        except (Exception, KeyboardInterrupt) as exc:
+            # Raised after the task group, which would wrap it in an exception group.
+            failed: BaseException | None = exc
+        else:
+            failed = None
+        finally:
+            tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    return content
 
 
 @click.command("call")

@@ -13,6 +13,7 @@ refused, with what to do instead.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -192,15 +193,54 @@ def terminal_say(line: str) -> None:
     click.echo(line, err=True)
 
 
-async def ask_on_terminal(request: InputRequest) -> dict[str, Any]:
+class Abandoned(Exception):
+    """The prompt was given up: the request was answered elsewhere (or ended)."""
+
+
+def abandonable_ask(abandoned: threading.Event) -> Ask:
+    """A terminal ``ask`` that gives up (raises :class:`Abandoned`) once ``abandoned`` is set.
+
+    A blocking ``input()`` cannot be interrupted from another thread, so stdin is read
+    only once ``select`` says a whole line is there, looking at ``abandoned`` in between.
+    Without it a ``--wait`` prompt kept waiting for the person after another terminal
+    (``chit answer``, the TUI) had answered and the task had completed.
+    """
+
+    def ask(label: str, default: str | None) -> str:
+        import select
+        import sys
+
+        import click
+
+        click.echo(f"{label} [{default}]: " if default else f"{label}: ", nl=False, err=True)
+        while not abandoned.is_set():
+            ready, _, _ = select.select([sys.stdin], [], [], 0.2)
+            if not ready:
+                continue
+            line = sys.stdin.readline()
+            if not line:  # end of input, as Ctrl-D at click's prompt
+                raise KeyboardInterrupt
+            typed = line.rstrip("\r\n")
+            return typed if typed or not default else default
+        click.echo("", err=True)
+        raise Abandoned
+
+    return ask
+
+
+async def ask_on_terminal(
+    request: InputRequest, abandoned: threading.Event | None = None
+) -> dict[str, Any]:
     """:func:`prompt_answer` on the terminal, off the event loop.
 
     The prompt blocks on the person; the engine (the lease heartbeat, a 2025 watcher
     holding the prompt open) must keep running meanwhile, so the questions are asked in
     a daemon thread — one Ctrl-C abandons it without keeping the process alive.
+
+    Raises:
+        Abandoned: ``abandoned`` was set while the prompt waited for the person.
     """
     import contextlib
-    import threading
 
     import anyio
     import anyio.from_thread
@@ -209,10 +249,11 @@ async def ask_on_terminal(request: InputRequest) -> dict[str, Any]:
     token = anyio.lowlevel.current_token()
     done = anyio.Event()
     outcome: dict[str, Any] = {}
+    ask = terminal_ask if abandoned is None else abandonable_ask(abandoned)
 
     def run() -> None:
         try:
-            outcome["value"] = prompt_answer(request, terminal_ask, terminal_say)
+            outcome["value"] = prompt_answer(request, ask, terminal_say)
         except BaseException as exc:
             outcome["error"] = exc
         # RuntimeError: the loop is gone (the command ended) — nobody waits any more.
