@@ -220,6 +220,7 @@ class Starts:
             raise NotFound(f"no receipt {receipt_id}")
         if not receipt.is_terminal:
             raise Conflict(f"receipt {receipt_id} has not finished ({receipt.state})")
+        self.holders.pop(receipt_id, None)  # nothing left to ask: forget who started it
         if receipt.state is LifecycleState.CANCELLED:
             return Answer(error={"code": INVALID_PARAMS, "message": "The task was cancelled"})
         if receipt.protocol is TaskProtocol.SYNC or receipt.handle is None:
