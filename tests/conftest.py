@@ -4,6 +4,12 @@
 * ``CHIT_NO_DAEMON=1`` keeps every ``chit`` subprocess a test starts on today's
   in-process engine (the same results for one process); the daemon's own tests take it
   out of their environment and stop what they start.
+* SIGINT reaches the processes tests start: a suite run as a background job (``cmd &``
+  in a script, ``nohup``; ``.ci/run`` under CI) inherits SIGINT *ignored*, every child
+  inherits that too, and chit rightly keeps an inherited ignore — so each test that
+  sends SIGINT to a ``chit`` waited for an exit that never came (ctrl-c tests failed
+  only in CI). The suite puts Python's usual handler back; ``exec`` turns a handled
+  signal into the default in each child, which then installs its own.
 * No test may leave a process behind (a daemon, a server): after each test, and after
   the session, whatever still runs and refers to its temporary directory is reported as
   a failure and stopped.
@@ -12,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +28,9 @@ from tests.pg_support import pg_server, pg_url
 __all__ = ["pg_server", "pg_url"]
 
 os.environ["CHIT_NO_DAEMON"] = "1"
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
