@@ -70,13 +70,27 @@ MOMENTS = ("before", "following", "done", "random")
 """When each round kills the daemon (round n uses ``MOMENTS[n % 4]``)."""
 
 
-def _until_recorded(home: Path, purpose: str, client: subprocess.Popen[str]) -> None:
-    """Wait until the client's receipt is in the store (or the client ended)."""
+def _until_recorded(
+    home: Path,
+    purpose: str,
+    client: subprocess.Popen[str] | None,
+    *,
+    rid: str | None = None,
+    state: str | None = None,
+) -> None:
+    """Wait until the receipt (by purpose, or id) is in the store, in ``state`` if given.
+
+    Also returns when ``client`` ended first (its receipt may never come).
+    """
+    where = f"receipt_id = '{rid}'" if rid else f"purpose = '{purpose}'"
+    if state:
+        where += f" AND state = '{state}'"
     deadline = time.monotonic() + 120
-    while client.poll() is None and time.monotonic() < deadline:
+    while client is None or client.poll() is None:
+        assert time.monotonic() < deadline, f"no receipt where {where}"
         if (home / "chit.db").exists():
             with contextlib.suppress(sqlite3.OperationalError):  # created meanwhile
-                if _rows(home, f"SELECT 1 FROM receipts WHERE purpose = '{purpose}'"):
+                if _rows(home, f"SELECT 1 FROM receipts WHERE {where}"):
                     return
         time.sleep(0.05)
 
@@ -166,7 +180,9 @@ def _check_no_loss(home: Path, shown: set[str]) -> None:
 
 
 @pytest.mark.interop
-def test_stdio_task_ends_in_words_when_the_daemon_dies(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["at once", "once it asks"])
+def test_stdio_task_ends_in_words_when_the_daemon_dies(tmp_path: Path, when: str) -> None:
+    """Also when the store's last word was "input required": follow looks before it trusts."""
     require_npm()
     with daemon_home(tmp_path / "home") as home:
         env = daemon_env(home)
@@ -177,6 +193,8 @@ def test_stdio_task_ends_in_words_when_the_daemon_dies(tmp_path: Path) -> None:
         ran = chit("call", "ev", "simulate-research-query", "--args", args, "--json", env=env)
         assert ran.code == 0, ran.err
         rid = json.loads(ran.out)["receipt_id"]
+        if when == "once it asks":
+            _until_recorded(home, "", None, rid=rid, state="input_required")
         _kill_daemon(home)
         # The next command starts a fresh daemon; the task died with the old server.
         followed = chit("follow", rid, "--json", env=env, timeout=120)

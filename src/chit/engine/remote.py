@@ -38,10 +38,11 @@ from chit.engine.models import (
 from chit.engine.start import DaemonUnavailable, connect_or_start
 from chit.errors import ChitError, ExitCode
 from chit.home import Home
-from chit.receipts import Receipt, follow_done
+from chit.receipts import Receipt, RetrievalCondition, follow_done
 
 EVENT_BUFFER = 1024
 FOLLOW_RECHECK_S = 1.0
+_LOST = (RetrievalCondition.VANISHED, RetrievalCondition.EXPIRED, RetrievalCondition.INCOMPATIBLE)
 """A follower re-judges its receipt this often even without events (time passes)."""
 
 
@@ -302,6 +303,12 @@ class RemoteEngine:
         """See ``Engine.follow``: the daemon reconciles; this watches its events."""
         async with self.events(receipt_id=receipt_id) as stream:
             current = await self.receipt(receipt_id)
+            if follow_done(current, clock.now()) and self._predates_daemon(current):
+                # What the store says is the last word of an earlier daemon (a stdio
+                # server's task may have ended with it): have this one look first, or
+                # "input required" sends the person to answer a task that is gone.
+                await self.reconcile_now()
+                current = await self.receipt(receipt_id)
             while not follow_done(current, clock.now()):
                 with anyio.move_on_after(FOLLOW_RECHECK_S):
                     try:
@@ -316,6 +323,16 @@ class RemoteEngine:
                     elif isinstance(event, Resync):
                         current = await self.receipt(current.receipt_id)
             return current
+
+    def _predates_daemon(self, receipt: Receipt) -> bool:
+        """Live as stored, and last observed before the running daemon started."""
+        if receipt.is_terminal or receipt.retrieval in _LOST or self.hello is None:
+            return False
+        try:
+            started = clock.parse_iso(self.hello.started_at)
+        except ValueError:
+            return False
+        return receipt.status_at < started
 
     async def tools(self, server: str, *, timeout: float | None = None) -> ToolsInfo:
         """See ``Engine.tools``."""

@@ -7,7 +7,7 @@ from datetime import datetime
 import anyio
 
 from chit.clock import Clock, current_clock
-from chit.receipts import ObservationSource, Receipt, follow_done
+from chit.receipts import ObservationSource, Receipt, RetrievalCondition, follow_done
 from chit.reconcile import Reconciler
 from chit.runtime.lease_keeper import LeaseKeeper
 
@@ -46,7 +46,7 @@ class Follower:
                 if took:
                     tg.start_soon(keeper.heartbeat, stop)
                 try:
-                    followed = await self._follow(rid, active)
+                    followed = await self._follow(rid, active, reconcile)
                 finally:
                     stop.set()
         finally:
@@ -54,10 +54,21 @@ class Follower:
                 keeper.release()
         return followed
 
-    async def _follow(self, rid: str, active: bool) -> Receipt:
+    async def _follow(self, rid: str, active: bool, reconcile: bool) -> Receipt:
+        looked = False
         while True:
             r = self.store.receipts.require(rid)
             now = self.clock.now()
+            # The lease may have been taken here since ``active`` was decided (a fresh
+            # daemon's own loop takes it right after start): checking is this process's.
+            if reconcile and self.keeper.held and not looked and _live(r):
+                # Once, before trusting the store: what it says may be the last word of a
+                # server process that is gone (a stdio server ended with the previous
+                # daemon) — "input required" then sent the person to answer a task that no
+                # longer exists, until the next scheduled check said it had vanished.
+                looked = True
+                await self.reconciler.check(rid, ObservationSource.POLL)
+                continue
             if settled(r, now):
                 return r
             due = r.next_check_at is None or r.next_check_at <= now
@@ -65,6 +76,19 @@ class Follower:
                 await self.reconciler.check(rid, ObservationSource.POLL)
                 continue
             await self.clock.sleep(POLL_S)
+
+
+_LOST = (RetrievalCondition.VANISHED, RetrievalCondition.EXPIRED, RetrievalCondition.INCOMPATIBLE)
+
+
+def _live(r: Receipt) -> bool:
+    """Still running as far as the store knows, and not known lost."""
+    lost = (
+        RetrievalCondition.VANISHED,
+        RetrievalCondition.EXPIRED,
+        RetrievalCondition.INCOMPATIBLE,
+    )
+    return not r.is_terminal and r.retrieval not in lost
 
 
 def settled(r: Receipt, now: datetime) -> bool:
