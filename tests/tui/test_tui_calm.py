@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chit import clock
-from chit.receipts import LifecycleState
+from chit.receipts import LifecycleState, RetrievalCondition
 from chit.store import Store
 from chit.tui.app import ChitApp
 from tests.tui.conftest import FakeSupervisor, make_app
@@ -88,3 +88,29 @@ async def test_the_footer_is_refreshed_only_when_the_keys_change(tmp_path: Path)
         await pilot.press("s")  # another screen: other keys
         await settle(pilot)
         assert refreshed >= 1
+
+
+async def test_an_unreachable_server_is_in_the_status_line_and_toasted_once(
+    tmp_path: Path,
+) -> None:
+    """The transport's "unexpected failure: ExceptionGroup" reaches the person in words."""
+    app = _app(tmp_path / "home", timedelta(minutes=10))
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        for n, receipt in enumerate(app.snapshot.receipts):
+            down = receipt.model_copy(
+                update={
+                    "retrieval": RetrievalCondition.UNREACHABLE,
+                    "retrieval_error": "unexpected failure: ExceptionGroup",
+                    "version": receipt.version + 1 + n,
+                }
+            )
+            app.apply_receipt(down)
+            await settle(pilot)
+        toasts = [m.message for m in app._notifications if m.title == "Server unreachable"]
+        assert toasts == [
+            "demo: it could not be reached. chit keeps trying (1 task(s) wait on it)."
+        ]
+        text = screen_text(app)
+        assert "demo unreachable" in text
+        assert "ExceptionGroup" not in text + "".join(m.message for m in app._notifications)

@@ -270,6 +270,10 @@ class Feed:
         self._app().post_message(PublishRequested())
 
     def on_publish_requested(self, _: PublishRequested) -> None:
+        if not self.publish_pending:
+            # An earlier message of the same burst built it already (keystrokes typed
+            # while a snapshot was being built are served by one build, not one each).
+            return
         if not self.model.ready:
             self.publish_pending = False
             return

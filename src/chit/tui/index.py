@@ -334,10 +334,29 @@ class ReceiptIndex:
                     yield entry
 
     def window(self, query: Query, limit: int) -> tuple[list[Entry], bool]:
-        """The first ``limit`` matching entries, and whether more match."""
+        """The first ``limit`` matching entries, and whether more match.
+
+        The filter's hot loop (a keystroke with 100,000 receipts may walk all of them):
+        the query's parts are resolved once and tested inline, cheapest first, with no
+        generator or call per entry (half the time of :meth:`ordered`).
+        """
+        states = frozenset(s.value for s in query.states) if query.states else None
+        server, work = query.server, query.work_ref
+        text = query.text.lower() if query.text else None
+        entries, groups = self._entries, self._groups
         found: list[Entry] = []
-        for entry in self.ordered(query):
-            if len(found) == limit:
-                return found, True
-            found.append(entry)
+        for _, key in self._order:
+            if work is not None and key != work:
+                continue
+            for member in groups[key].members:
+                entry = entries[member[2]]
+                if states is not None and entry.state not in states:
+                    continue
+                if server is not None and entry.server != server:
+                    continue
+                if text is not None and text not in entry.hay:
+                    continue
+                if len(found) == limit:
+                    return found, True
+                found.append(entry)
         return found, False

@@ -181,8 +181,13 @@ class ServersScreen(ChitScreen[None]):
 
     def selected_server(self) -> str | None:
         """The highlighted server's name."""
-        row = self.query_one("#servers", DataTable).cursor_row
-        return self.specs[row].name if self.specs and 0 <= row < len(self.specs) else None
+        # Asked for the footer's keys at any time, also before the table is mounted.
+        tables = self.query("#servers").results(DataTable)
+        table = next(tables, None)
+        specs = getattr(self, "specs", [])
+        if table is None or not 0 <= table.cursor_row < len(specs):
+            return None
+        return str(specs[table.cursor_row].name)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self) -> None:
