@@ -37,7 +37,7 @@ from chit.tui.screens.answer import AnswerScreen
 from chit.tui.screens.inbox import InboxScreen
 from chit.tui.screens.new_call import NewCallScreen
 from chit.tui.view import Snapshot
-from tests.daemon_support import alive, chit, daemon_env, daemon_home
+from tests.daemon_support import alive, chit, daemon_env, daemon_home, daemon_pid
 from tests.engine_support import write_config
 from tests.interop_support import free_port, http_server
 from tests.proxy_support import demo_args
@@ -312,4 +312,39 @@ async def test_a_stdio_prompt_outlives_the_tui_and_is_answered_after(daemon: Pat
         assert outcome is not None and "Deleted old.txt" in str(outcome)
         await settle(pilot)
         assert again.snapshot.prompts == ()
+        await pilot.press("q")
+
+
+async def test_the_tui_reconnects_when_the_daemon_goes_away(daemon: Path) -> None:
+    """`chit daemon stop` under an open TUI: it says so, reaches a daemon again (started
+    on demand, like any client) and goes on receiving its events."""
+    app = build_app(Home(daemon))
+    assert isinstance(app, ChitApp)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        first = daemon_pid(daemon)
+        assert first is not None
+        stopped = await anyio.to_thread.run_sync(
+            lambda: chit("daemon", "stop", env=daemon_env(daemon))
+        )
+        assert stopped.code == 0, stopped.err
+        with anyio.fail_after(60):
+            while not any("went away" in n.message for n in app._notifications):
+                await anyio.sleep(0.05)
+            while daemon_pid(daemon) in (None, first):  # the reconnect starts a new one
+                await anyio.sleep(0.1)
+        with anyio.fail_after(60):
+            while True:  # the new connection is up once a call goes through it
+                try:
+                    await anyio.to_thread.run_sync(
+                        lambda: app.backend.call("demo", "greet", {"name": "Ada"}, "after")
+                    )
+                    break
+                except Exception:
+                    await anyio.sleep(0.2)
+        await _by_events(
+            app,
+            lambda s: any(r.tool == "greet" and r.is_terminal for r in s.receipts),
+            "the call's receipt, told by the new daemon's events",
+        )
         await pilot.press("q")
