@@ -245,6 +245,7 @@ def tui_idle(base: Path, url: str, idle_s: float, tick: float | None = None) -> 
     for i in range(20):  # a table with rows, all of them settled: nothing to reconcile
         subprocess.run([*CHIT, "call", "web", "greet", "--arg", f"name=n{i}"], env=env,
                        check=True, capture_output=True)  # fmt: skip
+    settled_at = time.monotonic()
     if tick is not None:
         (home / "config.toml").write_text(f"[tui]\ntick = {tick}\n")
     daemon = daemon_pid(home)
@@ -267,7 +268,9 @@ def tui_idle(base: Path, url: str, idle_s: float, tick: float | None = None) -> 
         deadline = time.monotonic() + 60
         while b"greet" not in drawn and time.monotonic() < deadline:
             time.sleep(0.1)  # the table is drawn: the TUI is up
-        time.sleep(5)  # past the start: the idle figure, not a transient
+        # Past the start, and past the first minute of the receipts' "observed 12 s ago"
+        # (which moves every second, a change on screen): from then on, nothing changes.
+        time.sleep(max(5.0, settled_at + 65 - time.monotonic()))
         before = cpu_s(tui.pid), cpu_s(daemon)
         time.sleep(idle_s)
         tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
