@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from chit.tui.app import ChitApp
 from chit.tui.widgets.receipt_table import ReceiptTable
@@ -18,7 +19,12 @@ async def settle(pilot: Pilot[None]) -> None:
     app = pilot.app
     for _ in range(100):
         await pilot.pause()
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:
+            # An exclusive worker (the detail read) superseded by a newer one while we
+            # waited: normal when events arrive fast or the machine is loaded; wait again.
+            continue
         if not isinstance(app, ChitApp) or app.settled:
             break
     await pilot.pause()
