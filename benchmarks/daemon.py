@@ -30,28 +30,21 @@ ratios less so.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import socket
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from _pty import load, open_tui
+
 CHIT = [sys.executable, "-m", "chit"]
-
-
-def load() -> str:
-    """The load average, as ``uptime`` shows it."""
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
 def env_for(home: Path, *, daemon: bool) -> dict[str, str]:
@@ -237,9 +230,6 @@ def tui_idle(base: Path, url: str, idle_s: float, tick: float | None = None) -> 
     ``tick`` sets the TUI's ``[tui] tick`` (its redraw of the time columns; 1 s by
     default) to tell the redraw's share from the rest.
     """
-    import pty
-    import threading
-
     home = make_home(base, "tui", {"web": ["--url", url]})
     env = env_for(home, daemon=True)
     for i in range(20):  # a table with rows, all of them settled: nothing to reconcile
@@ -249,41 +239,21 @@ def tui_idle(base: Path, url: str, idle_s: float, tick: float | None = None) -> 
     if tick is not None:
         (home / "config.toml").write_text(f"[tui]\ntick = {tick}\n")
     daemon = daemon_pid(home)
-    main, sub = pty.openpty()
-    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-    tui = subprocess.Popen([*CHIT], env={**env, "TERM": "xterm-256color"}, stdin=sub,
-                           stdout=sub, stderr=sub, start_new_session=True)  # fmt: skip
-    os.close(sub)
-    drawn = bytearray()
-
-    def drain() -> None:  # an unread pty fills up and blocks the app's writes
-        try:
-            while chunk := os.read(main, 65536):
-                drawn.extend(chunk)
-        except OSError:
-            return
-
-    threading.Thread(target=drain, daemon=True).start()
     try:
-        deadline = time.monotonic() + 60
-        while b"greet" not in drawn and time.monotonic() < deadline:
-            time.sleep(0.1)  # the table is drawn: the TUI is up
-        # Past the start, and past the first minute of the receipts' "observed 12 s ago"
-        # (which moves every second, a change on screen): from then on, nothing changes.
-        time.sleep(max(5.0, settled_at + 65 - time.monotonic()))
-        before = cpu_s(tui.pid), cpu_s(daemon)
-        time.sleep(idle_s)
-        tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
-        print(
-            f"open TUI (20 settled receipts, a running daemon, tick {tick or 1:g} s), "
-            f"nothing changes: TUI "
-            f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
-            f"of a core over {idle_s:g} s (goal < 1 % each)"
-        )
+        with open_tui({**env, "TERM": "xterm-256color"}, drawn=b"greet", timeout=60) as (tui, _):
+            # Past the start, and past the first minute of the receipts' "observed 12 s ago"
+            # (which moves every second, a change on screen): from then on, nothing changes.
+            time.sleep(max(5.0, settled_at + 65 - time.monotonic()))
+            before = cpu_s(tui.pid), cpu_s(daemon)
+            time.sleep(idle_s)
+            tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
+            print(
+                f"open TUI (20 settled receipts, a running daemon, tick {tick or 1:g} s), "
+                f"nothing changes: TUI "
+                f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
+                f"of a core over {idle_s:g} s (goal < 1 % each)"
+            )
     finally:
-        tui.terminate()
-        tui.wait(30)
-        os.close(main)
         stop_daemon(home)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -33,6 +32,10 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # benchmarks/: _pty, daemon
+
+from _pty import load  # benchmarks/ is on the path when run as a script
 
 from chit.home import Home
 from chit.receipts import LifecycleState, Receipt, TaskProtocol
@@ -115,58 +118,26 @@ async def measure(root: Path) -> dict[str, float]:
 
 def open_tui_cpu(base: Path, live: int, idle_s: float) -> None:
     """CPU of an open TUI (the daemon's client, in a pty) and of the daemon, idle."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    import threading
-
-    sys.path.insert(0, str(Path(__file__).parent))
+    from _pty import open_tui
     from daemon import cpu_s, daemon_pid, env_for, stop_daemon
 
     root = base / "live"
     seed(root, live, live=True)
     env = {**env_for(root, daemon=True), "TERM": "xterm-256color"}
-    main, sub = pty.openpty()
-    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 48, 160, 0, 0))
-    tui = subprocess.Popen(
-        [sys.executable, "-m", "chit"],
-        env=env,
-        stdin=sub,
-        stdout=sub,
-        stderr=sub,
-        start_new_session=True,
-    )
-    os.close(sub)
-    drawn = bytearray()
-
-    def drain() -> None:  # an unread pty fills up and blocks the app's writes
-        try:
-            while chunk := os.read(main, 65536):
-                drawn.extend(chunk)
-        except OSError:
-            return
-
-    threading.Thread(target=drain, daemon=True).start()
     try:
-        deadline = time.monotonic() + 120
-        while b"job number" not in drawn and time.monotonic() < deadline:
-            time.sleep(0.1)  # the table is drawn: the TUI is up
-        assert b"job number" in drawn, "the TUI did not draw its table"
-        time.sleep(5)  # past the start: the idle figure, not a transient
-        daemon = daemon_pid(root)
-        before = cpu_s(tui.pid), cpu_s(daemon)
-        time.sleep(idle_s)
-        tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
-        print(
-            f"open TUI, daemon client, {live} live receipts, nothing changes: TUI "
-            f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
-            f"of a core over {idle_s:g} s (goal < 1 % for the TUI)"
-        )
+        with open_tui(env, drawn=b"job number", timeout=120) as (tui, drawn):
+            assert drawn, "the TUI did not draw its table"
+            time.sleep(5)  # past the start: the idle figure, not a transient
+            daemon = daemon_pid(root)
+            before = cpu_s(tui.pid), cpu_s(daemon)
+            time.sleep(idle_s)
+            tui_used, daemon_used = cpu_s(tui.pid) - before[0], cpu_s(daemon) - before[1]
+            print(
+                f"open TUI, daemon client, {live} live receipts, nothing changes: TUI "
+                f"{tui_used / idle_s * 100:.2f} %, daemon {daemon_used / idle_s * 100:.2f} % "
+                f"of a core over {idle_s:g} s (goal < 1 % for the TUI)"
+            )
     finally:
-        tui.terminate()
-        tui.wait(30)
-        os.close(main)
         stop_daemon(root)
 
 
@@ -189,12 +160,6 @@ def main() -> None:
     if "paint" in parts:
         paint(args.receipts)
     print(f"after: {load()}")
-
-
-def load() -> str:
-    """The load average, as ``uptime`` shows it."""
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
 def paint(receipts: int) -> None:

@@ -171,6 +171,23 @@ def daemon_home(home: Path) -> Iterator[Path]:
         assert not problems, problems
 
 
+@contextmanager
+def demo_daemon_home(tmp_path: Path) -> Iterator[Path]:
+    """``daemon_home`` under ``tmp_path`` with chit's demo server registered as ``demo``.
+
+    The server runs over stdio on its own task store (``tmp_path / "tasks.db"``); the
+    home's daemon, if a test starts one, is stopped at the end.
+    """
+    with daemon_home(tmp_path / "home") as h:
+        demo = [sys.executable, "-m", "chit", "demo-server", "--db", str(tmp_path / "tasks.db")]
+        ran = chit(
+            "--no-daemon", "servers", "add", "demo", "--command", demo[0], "--", *demo[1:],
+            env=daemon_env(h),
+        )  # fmt: skip
+        assert ran.code == 0, ran.err
+        yield h
+
+
 @dataclass(frozen=True)
 class Leftover:
     """A process still running that refers to a test's directory."""

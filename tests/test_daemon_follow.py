@@ -13,20 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_support import chit, daemon_env, daemon_home, daemon_pid, wait_gone
+from tests.daemon_support import chit, daemon_env, daemon_pid, demo_daemon_home, wait_gone
 
 pytestmark = [pytest.mark.timeout(180)]
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
-    with daemon_home(tmp_path / "home") as h:
-        demo = [sys.executable, "-m", "chit", "demo-server", "--db", str(tmp_path / "tasks.db")]
-        ran = chit(
-            "--no-daemon", "servers", "add", "demo", "--command", demo[0], "--", *demo[1:],
-            env=daemon_env(h),
-        )  # fmt: skip
-        assert ran.code == 0, ran.err
+    with demo_daemon_home(tmp_path) as h:
         yield h
 
 

@@ -32,6 +32,7 @@ from tests.daemon_support import (
     daemon_env,
     daemon_home,
     daemon_pid,
+    demo_daemon_home,
     stray_daemons,
     wait_gone,
 )
@@ -41,20 +42,7 @@ pytestmark = [pytest.mark.timeout(180)]
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
-    with daemon_home(tmp_path / "home") as h:
-        demo = [sys.executable, "-m", "chit", "demo-server", "--db", str(tmp_path / "tasks.db")]
-        ran = chit(
-            "--no-daemon",
-            "servers",
-            "add",
-            "demo",
-            "--command",
-            demo[0],
-            "--",
-            *demo[1:],
-            env=daemon_env(h),
-        )
-        assert ran.code == 0, ran.err
+    with demo_daemon_home(tmp_path) as h:
         yield h
 
 
