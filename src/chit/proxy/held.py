@@ -22,7 +22,6 @@ receipt). Only the server's ``host_cancel =
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,27 +34,13 @@ from chit.proxy import wire as pwire
 from chit.proxy.calls import start
 from chit.proxy.host import Ctx
 from chit.proxy.mirror import OUTCOME_RETRY_S, is_cancellation, unwrap
+from chit.proxy.wire import heartbeat_s
 from chit.receipts import InputKind, LifecycleState, Receipt
 
 if TYPE_CHECKING:
     from chit.proxy.host import ProxyHost
 
 log = logging.getLogger("chit.proxy")
-
-DEFAULT_HEARTBEAT_S = 5.0
-
-
-def heartbeat_s() -> float:
-    """Seconds between progress notifications while nothing changes.
-
-    ``CHIT_PROXY_HEARTBEAT_S`` overrides the default (5 s) for hosts with very short
-    request timeouts; an unusable value keeps the default.
-    """
-    try:
-        value = float(os.environ.get("CHIT_PROXY_HEARTBEAT_S", "") or DEFAULT_HEARTBEAT_S)
-    except ValueError:
-        return DEFAULT_HEARTBEAT_S
-    return value if 0.1 <= value <= 3600 else DEFAULT_HEARTBEAT_S
 
 
 class Held:

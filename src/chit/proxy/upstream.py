@@ -22,6 +22,7 @@ import itertools
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from chit import clock
 from chit.proxy import wire as pwire
+from chit.proxy.asks import CallPrompts
 from chit.proxy.models import (
     Answer,
     AttachParams,
@@ -85,6 +87,8 @@ class Attachment:
     info: UpstreamInfo | None = None
     routes: dict[str, anyio.CancelScope] = field(default_factory=dict)
     """Requests of this host in flight on the server, oldest first (cancel scopes)."""
+    forwarded: dict[str, ForwardParams] = field(default_factory=dict)
+    """The ``tools/call`` requests among them (a server question may wait for a person)."""
 
     @property
     def server(self) -> str:
@@ -110,6 +114,7 @@ class Upstreams:
         supervisor.traffic.input = self._on_input
         supervisor.traffic.message = self._on_message
         supervisor.traffic.hosts = self._hosts_of
+        self.prompts = CallPrompts(supervisor)
 
     # --- attachments ----------------------------------------------------------------
 
@@ -178,6 +183,9 @@ class Upstreams:
                 await _quietly(att.peer.progress(p.route, progress, total, message))
 
             opts["on_progress"] = relay
+        if long:
+            att.forwarded[p.route] = p
+        answer: Answer | None = None
         with anyio.CancelScope() as scope:
             att.routes[p.route] = scope
             try:
@@ -187,16 +195,20 @@ class Upstreams:
                     opts,  # type: ignore[arg-type]
                 )
                 self.sup.pool.succeeded(att.server)
-                return Answer(result=raw)
+                answer = Answer(result=raw)
             except MCPError as exc:
-                return Answer(error=exc.error.model_dump(mode="json", exclude_none=True))
+                answer = Answer(error=exc.error.model_dump(mode="json", exclude_none=True))
             except Exception as exc:
                 self.sup.pool.broken(att.server, client)
                 message = f"chit could not reach server {att.server!r}: {type(exc).__name__}"
-                return Answer(error={"code": INTERNAL_ERROR, "message": message})
+                answer = Answer(error={"code": INTERNAL_ERROR, "message": message})
             finally:
                 att.routes.pop(p.route, None)
-        return Answer(error={"code": INTERNAL_ERROR, "message": "request cancelled"})
+                if long:
+                    att.forwarded.pop(p.route, None)
+                    if self.prompts.calls:  # a question of this call waited in chit's inbox
+                        self.prompts.ended(att, p.route, answer)
+        return answer or Answer(error={"code": INTERNAL_ERROR, "message": "request cancelled"})
 
     def cancel(self, att: Attachment, route: str) -> None:
         """The host cancelled a forwarded request (``notifications/cancelled`` upstream)."""
@@ -215,29 +227,52 @@ class Upstreams:
     # --- server → host --------------------------------------------------------------
 
     async def _on_input(self, server: str, task_id: str | None, request: InputRequest) -> Any:
+        """A server request outside a task: to a host that can answer, or chit's inbox.
+
+        The question goes to the newest host in flight that declared the capability;
+        an elicitation during a ``tools/call`` waits in chit's inbox instead when no
+        such host exists or ``prompts`` is ``chit``, and in both with ``both``
+        (:mod:`chit.proxy.asks`). Anything else is declined.
+        """
         method = str(getattr(request, "method", ""))
         want = _CAPABILITY.get(method)
         if task_id is not None or want is None:
             return ErrorData(code=INVALID_REQUEST, message="no host to ask for this request")
-        for att in sorted(self.attachments.values(), key=lambda a: -a.number):
-            if att.server != server or not att.routes:
-                continue
-            if not getattr(att.params.capabilities, want):
-                continue
-            route = next(reversed(att.routes))
-            body = request.params
-            params = (
-                body.model_dump(by_alias=True, mode="json", exclude_none=True) if body else None
-            )
-            try:
-                raw = await att.peer.input(route, method, params)
-            except MCPError as exc:
-                return exc.error
-            except Exception as exc:
-                log.info("asking host %s failed: %s", att.params.host.label, type(exc).__name__)
-                return ErrorData(code=INTERNAL_ERROR, message="the host did not answer")
-            return _input_result(method, raw)
-        return ErrorData(code=INVALID_REQUEST, message="no host can answer this request")
+        live = [
+            a
+            for a in sorted(self.attachments.values(), key=lambda a: -a.number)
+            if a.server == server and a.routes
+        ]
+        setting = live[0].info.prompts if live and live[0].info is not None else "host"
+        inbox = method == "elicitation/create" and setting in ("chit", "both")
+        asker = None
+        if not (method == "elicitation/create" and setting == "chit"):
+            asker = next((a for a in live if getattr(a.params.capabilities, want)), None)
+        call = None
+        if method == "elicitation/create" and (inbox or asker is None):
+            call = _newest_call(([asker] if asker is not None else []) + live)
+        if call is not None:
+            host = None
+            if asker is not None:
+                route = next(reversed(asker.routes))
+                host = partial(self._ask_host, asker, route, method, request)
+            return await self.prompts.ask(call[0], call[1], request, host)
+        if asker is None:
+            return ErrorData(code=INVALID_REQUEST, message="no host can answer this request")
+        try:
+            raw = await self._ask_host(asker, next(reversed(asker.routes)), method, request)
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:
+            log.info("asking host %s failed: %s", asker.params.host.label, type(exc).__name__)
+            return ErrorData(code=INTERNAL_ERROR, message="the host did not answer")
+        return _input_result(method, raw)
+
+    @staticmethod
+    async def _ask_host(att: Attachment, route: str, method: str, request: InputRequest) -> Any:
+        body = request.params
+        params = body.model_dump(by_alias=True, mode="json", exclude_none=True) if body else None
+        return await att.peer.input(route, method, params)
 
     async def _on_message(self, server: str, notification: Any) -> None:
         if isinstance(notification, ProgressNotification) or not isinstance(
@@ -251,6 +286,14 @@ class Upstreams:
         for att in list(self.attachments.values()):
             if att.server == server:
                 await _quietly(att.peer.notice(method, params))
+
+
+def _newest_call(attachments: list[Attachment]) -> tuple[Attachment, str] | None:
+    """The newest ``tools/call`` in flight among ``attachments`` (first match wins)."""
+    for att in attachments:
+        if att.forwarded:
+            return att, next(reversed(att.forwarded))
+    return None
 
 
 async def describe(server: str, client: TaskClient) -> UpstreamInfo:

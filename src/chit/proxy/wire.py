@@ -9,6 +9,7 @@ for the host's version when the two differ.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 from mcp_types import (
@@ -42,6 +43,22 @@ _HOST_ENVELOPE = (
     "progressToken",  # the engine sends its own token and relays progress back
 )
 _MODERN_ONLY_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
+
+
+DEFAULT_HEARTBEAT_S = 5.0
+
+
+def heartbeat_s() -> float:
+    """Seconds between progress notifications while nothing changes.
+
+    ``CHIT_PROXY_HEARTBEAT_S`` overrides the default (5 s) for hosts with very short
+    request timeouts; an unusable value keeps the default.
+    """
+    try:
+        value = float(os.environ.get("CHIT_PROXY_HEARTBEAT_S", "") or DEFAULT_HEARTBEAT_S)
+    except ValueError:
+        return DEFAULT_HEARTBEAT_S
+    return value if 0.1 <= value <= 3600 else DEFAULT_HEARTBEAT_S
 
 
 def is_modern(version: str | None) -> bool:

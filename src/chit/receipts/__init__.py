@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chit.receipts.create import open_receipt, sync_receipt
+    from chit.receipts.create import call_receipt, open_receipt, sync_receipt
     from chit.receipts.decisions import (
         Action,
         Actor,
@@ -173,6 +173,7 @@ _LAZY: dict[str, str] = {
     "structured_keys": "chit.receipts.digest",
     "summarize_result": "chit.receipts.digest",
     "sync_receipt": "chit.receipts.create",
+    "call_receipt": "chit.receipts.create",
 }
 
 
@@ -233,6 +234,7 @@ __all__ = [
     "args_digest",
     "backoff_ms",
     "bound_text",
+    "call_receipt",
     "canonical_json",
     "classify_rpc_error",
     "classify_unknown_task",

@@ -21,7 +21,7 @@ from chit.receipts.states import (
 )
 from chit.receipts.transitions import Transition
 
-__all__ = ["open_receipt", "sync_receipt"]
+__all__ = ["call_receipt", "open_receipt", "sync_receipt"]
 
 
 def _base(
@@ -157,3 +157,40 @@ def sync_receipt(
     step = result_rule(base, replace(result, status=None), now)
     receipt = Receipt.model_validate(step.receipt.model_dump())
     return _created(receipt, ObservationKind.RESULT, ObservationSource.RESULT)
+
+
+def call_receipt(
+    intent: Intent,
+    *,
+    receipt_id: str,
+    now: datetime,
+    not_task_reason: str,
+) -> Transition:
+    """Write the receipt of a synchronous call still in flight (no task exists).
+
+    ``chit proxy`` opens one when the server asks a question during a host's call of a
+    tool that cannot be a task and chit's inbox is to hold the question: the receipt
+    starts ``working`` and ends with the call's answer (``ResultObserved``).
+
+    Args:
+        intent: the call (recorded as accepted with the receipt).
+        receipt_id: ``ids.new_receipt_id(now)``.
+        now: when the question arrived.
+        not_task_reason: why this is not a task.
+
+    Returns:
+        A ``Transition`` whose observation is the ``create`` row of the timeline.
+    """
+    base = _base(
+        intent,
+        receipt_id=receipt_id,
+        protocol=TaskProtocol.SYNC,
+        state=LifecycleState.WORKING,
+        now=now,
+        acceptance_check=None,
+        acceptance_required=False,
+    ).model_copy(
+        update={"synchronous": True, "not_task_reason": not_task_reason, "server_created_at": now}
+    )
+    receipt = Receipt.model_validate(base.model_dump())
+    return _created(receipt, ObservationKind.STATUS, ObservationSource.CREATE)

@@ -72,6 +72,10 @@ class Answers:
         self.host_asks: Callable[[Receipt, InputRequest], str | None] | None = None
         """Set by ``chit proxy``'s engine side: why a person may not answer a prompt in
         chit now (it is with the agent host, and the server's ``prompts`` is ``host``)."""
+        self.live: Callable[[Receipt, str, ElicitResult], Receipt | None] | None = None
+        """Set by ``chit proxy``'s engine side: delivers an answer to a question a server
+        asked during a call that is not a task (its request waits in this process);
+        returns the receipt after, or None when no such question waits here."""
 
     async def answer(
         self,
@@ -113,6 +117,15 @@ class Answers:
             reply = ElicitResult(action=action, content=content if action == "accept" else None)
         except ValidationError as exc:
             raise UsageError(f"the answer is not a valid elicitation result: {exc}") from None
+        if self.live is not None:
+            delivered = self.live(receipt, request.key, reply)
+            if delivered is not None:
+                return delivered
+        if receipt.protocol is TaskProtocol.SYNC:
+            raise Conflict(
+                f"input request {request.key!r} was asked during a call that is not a task,"
+                " and that call no longer waits for it (it ended, or chit restarted)"
+            )
         task_id = self.handles.task_id(receipt)
         rid = receipt.receipt_id
         if receipt.protocol is TaskProtocol.EXTENSION:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from chit.receipts import (
     CancelAcknowledged,
     CancelRequested,
@@ -35,6 +37,9 @@ class Cancels:
         self.handles = handles
         self.pool = pool
         self.reconciler = reconciler
+        self.live: Callable[[Receipt], bool] | None = None
+        """Set by ``chit proxy``'s engine side: stops a call that is not a task while it
+        waits here for an answer in chit (True when there was one)."""
 
     async def cancel(self, receipt_id: str) -> Receipt:
         """Ask the server to cancel; record requested → acknowledged → observed.
@@ -45,7 +50,10 @@ class Cancels:
         receipt = self.store.receipts.get_by_prefix(receipt_id)
         rid = receipt.receipt_id
         if receipt.is_terminal or receipt.protocol is TaskProtocol.SYNC:
-            return self.writer.apply(rid, [CancelRequested()])
+            after = self.writer.apply(rid, [CancelRequested()])
+            if self.live is not None and not receipt.is_terminal:
+                self.live(after)  # its call ends now; the call's end is recorded then
+            return after
         # Open the handle and connect first: ``requested`` is recorded only when the
         # request can actually leave (HandleUnavailable exits 4, unreachable exits 6).
         task_id = self.handles.task_id(receipt)
