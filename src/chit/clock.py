@@ -278,12 +278,30 @@ def wall() -> float:
     return now().timestamp()
 
 
+_ISO_MEMO: dict[datetime, str] = {}
+_ISO_MEMO_MAX = 1024
+
+
 def iso(dt: datetime | None = None) -> str:
     """Format ``dt`` (default: now) as ISO 8601 UTC with milliseconds and a ``Z`` suffix."""
-    value = (dt or now()).astimezone(UTC)
+    if dt is None:
+        return _format(now())
+    # A receipt write formats the same instant several times (accepted and status time
+    # of a new receipt, its first observation's time, a check's status time and its
+    # timeline row): remembered by value — equal instants format the same in UTC.
+    text = _ISO_MEMO.get(dt)
+    if text is None:
+        text = _format(dt)
+        if len(_ISO_MEMO) >= _ISO_MEMO_MAX:
+            _ISO_MEMO.clear()
+        _ISO_MEMO[dt] = text
+    return text
+
+
+def _format(dt: datetime) -> str:
+    value = dt if dt.tzinfo is UTC else dt.astimezone(UTC)
     # isoformat() is C and ~4x faster than strftime (and zero-pads the year, which
-    # strftime does not on glibc); for UTC it ends in "+00:00". This runs several
-    # times per receipt write.
+    # strftime does not on glibc); for UTC it ends in "+00:00".
     return value.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 

@@ -79,8 +79,22 @@ def _row(obs: Observation) -> dict[str, object]:
         "status": obs.status,
         "message": obs.message,
         "applied": int(obs.applied),
-        "changes": json.dumps(list(obs.changes)) if obs.changes else "[]",
+        "changes": _changes_json(obs.changes),
     }
+
+
+_CHANGES_JSON: dict[tuple[str, ...], str] = {(): "[]"}
+
+
+def _changes_json(changes: tuple[str, ...]) -> str:
+    # The same few field-name tuples recur on every write ("receipt" for a new one, the
+    # freshness fields for a poll): encoded once each.
+    text = _CHANGES_JSON.get(changes)
+    if text is None:
+        text = json.dumps(list(changes))
+        if len(_CHANGES_JSON) < 256:
+            _CHANGES_JSON[changes] = text
+    return text
 
 
 def append_rows(
