@@ -10,12 +10,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chit.sidecar.anchors import IdempotencyConflict, SidecarStore, UnknownItem
-from chit.sidecar.contract import CONTRACT, ContractError, validate
+from chit.sidecar.contract import (
+    CONTRACT,
+    ContractError,
+    canonical,
+    hashed,
+    request_hash,
+    validate,
+)
 from chit.store import Store
 from tests.sidecar_support import executor, raw_write, store, store_fixture_home
 
@@ -192,3 +203,24 @@ def test_unknown_and_foreign_item_are_identical(sc: SidecarStore) -> None:
         sc.enqueue("token:b", a.item_id, "note", {"text": "x"})
     with pytest.raises(UnknownItem):
         sc.inspect("token:b", a.item_id)
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(["start", "note", "status", "complete", "ask"]),
+    payload=st.dictionaries(
+        st.text(max_size=6),
+        _JSON_SCALARS | st.lists(_JSON_SCALARS, max_size=3),
+        max_size=4,
+    ),
+)
+def test_hash_encoded_once_binds_the_same_key(kind: str, payload: dict[str, object]) -> None:
+    # openWork encodes its payload once for both the hash and the stored text; the hash
+    # must stay the one every stored idempotency key is bound to.
+    digest, text = hashed(kind, payload)
+    whole = canonical([kind, payload]).encode("utf-8")
+    assert digest == hashlib.sha256(whole).hexdigest() == request_hash(kind, payload)
+    assert json.loads(text) == payload

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chit import clock
-from chit.sidecar.contract import ContractError, request_hash
+from chit.sidecar.contract import ContractError, hashed, request_hash
 from chit.sidecar.models import (
     DEAD_REASON,
     Anchor,
@@ -161,6 +161,7 @@ class SidecarStore:
         *,
         now: str | None = None,
         first: bool = False,
+        text: str | None = None,
     ) -> Intent:
         """Queue an intent behind the item's earlier ones (``first``: the item is new).
 
@@ -168,7 +169,8 @@ class SidecarStore:
         known, and the read-backs (anchor and intent) were a third of openWork's CPU.
         """
         now = now or clock.iso()
-        text = json.dumps(payload, ensure_ascii=False)
+        if text is None:  # ``text``: the payload's JSON, when the caller encoded it already
+            text = json.dumps(payload, ensure_ascii=False)
         seq = 1
         if not first:
             seq = int(
@@ -242,7 +244,7 @@ class SidecarStore:
         payload: dict[str, Any] = {"task_key": task_key, "title": title}
         if purpose is not None:
             payload["purpose"] = purpose
-        digest = request_hash("start", payload)
+        digest, text = hashed("start", payload)
         with immediate(self.db):
             replay = self._replay(principal, idempotency_key, "start", digest)
             if replay is not None:
@@ -276,7 +278,15 @@ class SidecarStore:
                 [anchor.item_id, principal, task_key, now, now],
             )
             intent = self._insert_intent(
-                anchor, "start", payload, idempotency_key, digest, max_attempts, now=now, first=True
+                anchor,
+                "start",
+                payload,
+                idempotency_key,
+                digest,
+                max_attempts,
+                now=now,
+                first=True,
+                text=text,
             )
         return intent_outcome(anchor, intent)
 

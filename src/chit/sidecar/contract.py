@@ -105,7 +105,19 @@ def canonical(value: Any) -> str:
 
 def request_hash(kind: str, payload: Mapping[str, Any]) -> str:
     """SHA-256 of (kind, payload): what an idempotency key is bound to."""
-    return hashlib.sha256(canonical([kind, dict(payload)]).encode("utf-8")).hexdigest()
+    return hashed(kind, payload)[0]
+
+
+def hashed(kind: str, payload: Mapping[str, Any]) -> tuple[str, str]:
+    """The request hash of (kind, payload) and the payload's canonical JSON, encoded once.
+
+    The hash covers ``canonical([kind, payload])``, which is ``[`` + kind + ``,`` +
+    payload's canonical text + ``]`` (no spaces): a caller that stores the payload too
+    (openWork) reuses that text instead of encoding the payload a second time.
+    """
+    text = canonical(dict(payload))
+    whole = f"[{canonical(kind)},{text}]"
+    return hashlib.sha256(whole.encode("utf-8")).hexdigest(), text
 
 
 def check_call_size(arguments: Any) -> None:
