@@ -40,7 +40,10 @@ LONG_RUNNING = {
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = [] if not path else [path]
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # chit's commands load on demand
+            sub = command.get_command(ctx, name)
+            assert sub is not None, (*path, name)
             found += _commands(sub, (*path, name))
     return found
 
@@ -103,7 +106,9 @@ def _command(path: tuple[str, ...]) -> click.Command:
     command: click.Command = cli
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        found = command.get_command(click.Context(command), name)  # loads it (lazy)
+        assert found is not None, path
+        command = found
     return command
 
 

@@ -1,16 +1,20 @@
-"""Read-only commands import only what they need (issue 9: cold start ≤ 0.1 s).
+"""Commands import only what they need (issue 9: cold start ≤ 0.1 s; a thin client).
 
 A cold ``chit receipts --json`` on an empty home cost ~0.22 s, most of it importing
-pydantic models and sqlite-utils it never used. Each check runs the command in a fresh
-interpreter and looks at ``sys.modules`` afterwards — what was imported, not how long it
-took (timing lives in ``benchmarks/store.py``).
+pydantic models and sqlite-utils it never used; a command sent to the daemon imported
+the whole in-process engine (mcp, the runtime, the store) it does not run. Each check
+runs the command in a fresh interpreter and looks at ``sys.modules`` afterwards — what
+was imported, not how long it took (timing lives in ``benchmarks/daemon.py`` and
+``benchmarks/store.py``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ import pytest
 from chit.home import Home
 from chit.receipts import LifecycleState
 from chit.store import Store
+from tests.daemon_support import daemon_env, demo_daemon_home
 from tests.store_support import make_obs, make_receipt
 
 #: Never imported by a read-only command on an empty home.
@@ -32,6 +37,25 @@ HEAVY_WHEN_EMPTY = (
 )
 #: Never imported by a read-only command at all: the engine's and the TUI's libraries.
 HEAVY_ALWAYS = ("mcp", "textual", "anyio", "httpx", "keyring", "cryptography", "chit.runtime")
+#: Never imported by a command the daemon serves (``tools``, ``call``, ``daemon status``):
+#: the engine runs in the daemon. pydantic and anyio are the client's own: the socket's
+#: messages are pydantic models shared by both ends (issue 9), read with anyio.
+HEAVY_FOR_A_CLIENT = (
+    "mcp",
+    "textual",
+    "rich",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "keyring",
+    "cryptography",
+    "sqlite_utils",
+    "chit.runtime",
+    "chit.reconcile",
+    "chit.tasks",
+    "chit.tui",
+    "chit.store.db",
+)
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -46,13 +70,23 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 """
 
 
-def _run(*args: str) -> dict[str, object]:
+def _run(*args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    """Run ``chit ARGS`` in a fresh interpreter: its exit code, stdout and modules.
+
+    The environment is bare (``env`` for a daemon's home) but for ``PYTHONPATH``, so that
+    a worktree's run probes the worktree's chit.
+    """
+    if env is None:
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        if os.environ.get("PYTHONPATH"):
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         capture_output=True,
         text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
     result: dict[str, object] = json.loads(proc.stdout.splitlines()[-1])
@@ -83,6 +117,10 @@ def test_empty_home_reads_import_nothing_heavy(
     assert str(ran["out"]).strip() == output
     assert _loaded(ran["modules"], HEAVY_WHEN_EMPTY + HEAVY_ALWAYS) == []
     assert not home.exists()  # reading created nothing
+    # Only the command's own module is loaded, not the other thirteen (main.COMMAND_MODULES).
+    assert [m for m in _loaded(ran["modules"], ("chit.cli",)) if "commands_" in m] == [
+        "chit.cli.commands_receipts"
+    ]
 
 
 def test_reading_receipts_never_loads_the_engine(tmp_path: Path) -> None:
@@ -109,3 +147,68 @@ def test_the_probe_would_see_a_heavy_import(tmp_path: Path) -> None:
     )
     assert probe.stdout.strip() == "True"
     assert _loaded(["anyio", "anyio._core", "anyiox"], HEAVY_ALWAYS) == ["anyio", "anyio._core"]
+
+
+_TABLE = """
+import importlib, json, pkgutil
+import click
+import chit.cli
+from chit.cli.main import COMMAND_MODULES, cli
+ctx = click.Context(cli)
+lazy_servers = sorted(cli.get_command(ctx, "servers").commands)  # its modules alone
+exported = {}
+for info in pkgutil.iter_modules(chit.cli.__path__):
+    if info.name.startswith("commands_"):
+        module = importlib.import_module("chit.cli." + info.name)
+        exported[info.name] = sorted(c.name for c in module.COMMANDS)
+print(json.dumps({"table": COMMAND_MODULES, "exported": exported, "lazy_servers": lazy_servers,
+                  "servers": sorted(cli.get_command(ctx, "servers").commands)}))
+"""
+
+
+def test_the_command_table_names_every_command_module() -> None:
+    """``COMMAND_MODULES`` (what ``chit NAME`` imports) agrees with the modules' COMMANDS.
+
+    A command added to a module but not to the table would be missing from ``chit``; a
+    module that adds subcommands to another's group (``servers wrap``) must be named with
+    that group, or the subcommands would be missing when the group is loaded alone.
+    """
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _TABLE], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    table: dict[str, list[str]] = found["table"]
+    exported: dict[str, list[str]] = found["exported"]
+    assert {m for modules in table.values() for m in modules} == set(exported)
+    for module, names in exported.items():
+        assert names == sorted(n for n, modules in table.items() if modules[0] == module)
+    assert found["lazy_servers"] == found["servers"]
+    assert {"wrap", "unwrap", "add"} <= set(found["servers"])
+
+
+@pytest.fixture
+def daemon_home(tmp_path: Path) -> Iterator[Path]:
+    with demo_daemon_home(tmp_path) as home:
+        yield home
+
+
+@pytest.mark.timeout(240)
+def test_a_daemon_client_does_not_load_the_engine(daemon_home: Path) -> None:
+    """Commands the daemon serves import neither mcp, the store nor the runtime.
+
+    The first command starts the daemon on demand; each then runs as a client of it.
+    """
+    env = daemon_env(daemon_home)
+    for args in (
+        ("call", "demo", "greet", "--arg", "name=Ada", "--json"),
+        ("tools", "demo", "greet", "--json"),
+        ("daemon", "status", "--json"),
+    ):
+        ran = _run(*args, env=env)
+        assert ran["code"] == 0, args
+        assert _loaded(ran["modules"], HEAVY_FOR_A_CLIENT) == [], args
+    assert "Hello, Ada!" in str(_run("receipts", "--json", env=env)["out"])

@@ -30,13 +30,25 @@ def options_from_env(**extra: Any) -> SupervisorOptions:
     from chit.reconcile import ClientOptions
     from chit.runtime import SupervisorOptions
 
+    mode, read_timeout, notifications = client_settings()
+    client = ClientOptions(mode=mode, read_timeout=read_timeout, notifications=notifications)  # type: ignore[arg-type]
+    return SupervisorOptions(client=client, **extra)
+
+
+def client_settings() -> tuple[str, float, bool]:
+    """The environment's client settings (task mode, read timeout, notifications), checked.
+
+    Apart from :func:`options_from_env` so that a command sent to the daemon checks them
+    (a bad value exits 2 in both modes) without importing the engine it does not run.
+
+    Raises:
+        UsageError: a setting that is not one of its values.
+    """
     mode = os.environ.get("CHIT_TASK_MODE", "auto").strip() or "auto"
     if mode not in ("auto", "legacy", "2026"):
         raise UsageError(f"CHIT_TASK_MODE must be auto, legacy or 2026, not {mode!r}")
     notifications = os.environ.get("CHIT_NOTIFICATIONS", "1").strip() not in ("0", "false", "no")
-    read_timeout = _seconds("CHIT_READ_TIMEOUT", "30")
-    client = ClientOptions(mode=mode, read_timeout=read_timeout, notifications=notifications)  # type: ignore[arg-type]
-    return SupervisorOptions(client=client, **extra)
+    return mode, _seconds("CHIT_READ_TIMEOUT", "30"), notifications
 
 
 def _seconds(name: str, default: str) -> float:
@@ -64,10 +76,15 @@ def run_engine(ctx: click.Context, work: Callable[[Engine], Awaitable[T]], **opt
     import anyio
 
     home = home_of(ctx).ensure()
-    settings = options_from_env(**options)  # checked in both modes: bad settings exit 2
+    daemon = use_daemon(ctx)
+    # Checked in both modes (bad settings exit 2); the options, and the engine they
+    # import, only in process: a daemon's client stays thin (tests/test_cold_start.py).
+    settings = None if daemon else options_from_env(**options)
+    if daemon:
+        client_settings()
 
     async def main() -> T:
-        if use_daemon(ctx):
+        if settings is None:
             from chit.engine.remote import RemoteEngine
 
             async with RemoteEngine.open(home) as remote:

@@ -6,11 +6,10 @@ stdout carries data only; errors are one line on stderr with a stable exit code
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
-import sqlite3
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -20,14 +19,60 @@ from chit import __version__
 from chit.errors import ChitError, ExitCode
 from chit.inputs import first_surrogate
 
+#: Each top-level command and the ``chit.cli`` modules that define it. A command's
+#: modules are imported when the command is run (or help lists it): ``chit receipts``
+#: loads one module, not fourteen (issue 9: a cold read ≤ 0.1 s). ``servers`` has
+#: subcommands in a second module. tests/test_cli_lazy.py checks this table against
+#: every ``commands_*`` module's ``COMMANDS``.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "accept": ("commands_calls",),
+    "answer": ("commands_calls",),
+    "call": ("commands_calls",),
+    "cancel": ("commands_calls",),
+    "reject": ("commands_calls",),
+    "daemon": ("commands_daemon",),
+    "follow": ("commands_daemon",),
+    "demo": ("commands_demo",),
+    "demo-server": ("commands_demo_server",),
+    "doctor": ("commands_doctor",),
+    "logs": ("commands_logs",),
+    "open": ("commands_open",),
+    "proxy": ("commands_proxy",),
+    "export": ("commands_receipts",),
+    "receipts": ("commands_receipts",),
+    "show": ("commands_receipts",),
+    "intents": ("commands_reconcile",),
+    "reconcile": ("commands_reconcile",),
+    "prune": ("commands_retention",),
+    "servers": ("commands_servers", "commands_wrap"),
+    "tools": ("commands_servers",),
+    "sidecar": ("commands_sidecar",),
+}
+
 
 class ChitGroup(click.Group):
     """A click group that maps chit errors to one stderr line and an exit code.
 
     click's own errors are reported the same way: a usage error is one line and exit 2
     (click prints three: usage, a hint and the error), and an argument that is not valid
-    UTF-8 is refused before any command sees it.
+    UTF-8 is refused before any command sees it. Commands are loaded on demand
+    (``COMMAND_MODULES``).
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, loaded or not (help, completion)."""
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command named ``cmd_name``, importing its modules the first time.
+
+        An unknown name loads them all first, so click's "did you mean" suggestions
+        see every command, as they did when all were imported up front.
+        """
+        if cmd_name not in self.commands:
+            for name in (cmd_name,) if cmd_name in COMMAND_MODULES else COMMAND_MODULES:
+                load_command(name)
+        return self.commands.get(cmd_name)
 
     def main(
         self,
@@ -73,8 +118,6 @@ class ChitGroup(click.Group):
             raise
         except ChitError as exc:
             fail(exc.message, exc.exit_code, exc.details)
-        except sqlite3.OperationalError as exc:
-            fail(f"store error: {exc}", ExitCode.STORE)
         except KeyboardInterrupt:
             # Ctrl-C is the person's choice, not a bug (1): 130, as shells report SIGINT.
             fail("interrupted", ExitCode.DETACHED)
@@ -85,6 +128,10 @@ class ChitGroup(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(int(ExitCode.OK))
         except Exception as exc:  # a bug: keep the terminal clean, offer the details
+            # sqlite3 is looked up, not imported: a command that raised its error loaded it.
+            sqlite3 = sys.modules.get("sqlite3")
+            if sqlite3 is not None and isinstance(exc, sqlite3.OperationalError):
+                fail(f"store error: {exc}", ExitCode.STORE)
             from chit.tasks.server.backend import StoreUnavailable
 
             if isinstance(exc, StoreUnavailable):
@@ -112,6 +159,8 @@ class TerminalLog(logging.Handler):
         try:
             text = f"chit: {record.levelname.lower()}: {one_line(record.getMessage())}"
             if record.exc_info and os.environ.get("CHIT_DEBUG"):
+                import traceback
+
                 text += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
             sys.stderr.write(text + "\n")
         except Exception:
@@ -189,25 +238,18 @@ def cli(ctx: click.Context, home: str | None, readonly: bool, no_daemon: bool) -
         open_default(ctx)
 
 
-def _register() -> None:
-    """Add the commands of every ``chit.cli.commands_*`` module (each exports COMMANDS).
+def load_command(name: str) -> None:
+    """Import the modules of command ``name`` and add the commands they export.
 
-    Command modules import heavy dependencies (mcp, textual) inside their functions so
-    that ``chit --version`` and ``chit receipts`` stay fast.
+    Command modules import heavy dependencies (mcp, textual) inside their functions, so
+    loading one costs little; loading only the one asked for keeps ``chit --version``
+    and ``chit receipts`` fast.
     """
-    import importlib
-    import pkgutil
-
-    import chit.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("commands_"):
-            module = importlib.import_module(f"chit.cli.{info.name}")
-            for command in getattr(module, "COMMANDS", []):
+    for module_name in COMMAND_MODULES[name]:
+        module = importlib.import_module(f"chit.cli.{module_name}")
+        for command in getattr(module, "COMMANDS", []):
+            if command.name not in cli.commands:
                 cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:
