@@ -21,8 +21,11 @@ from textual.widgets import Select
 
 from chit.tui.app import ChitApp
 from chit.tui.probe import Probe
+from chit.tui.screens.detail import DetailScreen
+from chit.tui.screens.inbox import InboxScreen
 from chit.tui.screens.main import MainScreen
 from chit.tui.screens.new_call import NewCallScreen
+from chit.tui.screens.protocol_log import ProtocolLogScreen
 from chit.tui.screens.servers import ServersScreen
 from tests.tui.conftest import DEMO_PROBE, FakeSupervisor, TestBackend, make_app
 from tests.tui.helpers import settle
@@ -163,6 +166,32 @@ async def test_a_second_press_goes_back_to_the_open_screen(app: ChitApp) -> None
         kinds = Counter(type(s).__name__ for s in app.screen_stack)
         assert max(kinds.values()) == 1, kinds
         assert isinstance(app.screen, ServersScreen)
+
+
+async def test_every_screen_answers_the_footer_before_it_is_mounted(app: ChitApp) -> None:
+    """The footer asks which keys work the moment a screen is pushed, before ``on_mount``.
+
+    A demo in a loaded CI run died there: ``i`` pushed the inbox, a key press asked
+    ``check_action`` and the inbox had no ``items`` yet (they were set in ``on_mount``).
+    """
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screens = (
+            InboxScreen(),
+            ServersScreen(),
+            MainScreen(),
+            DetailScreen("no-such-receipt"),
+            ProtocolLogScreen("demo"),
+            NewCallScreen(),
+        )
+        actions = [b.action for b in app._bindings_of_app()]
+        for screen in screens:
+            answers = {action: app.allows(action, screen) for action in actions}
+            assert set(answers) == set(actions)
+        # Nothing is selected on a screen that has shown nothing yet.
+        assert InboxScreen().selected_receipt() is None
+        assert not InboxScreen().has_prompt()
+        assert ServersScreen().selected_server() is None
 
 
 FUZZ_KEYS = (

@@ -2,27 +2,43 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+# A tmux server of the test's own: nothing else's sessions (a developer's tmux, another
+# run's clean-up) can end it, and its socket goes with the test.
+_SOCKET = f"chit-test-{uuid.uuid4().hex[:8]}"
+#: Printed by the pane's shell once ``chit demo`` ends, with its exit code. The shell then
+#: stays, so the pane (and a crash's last words) can still be read.
+_EXITED = "[chit demo exited with "
+
+
 def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+    result = subprocess.run(["tmux", "-L", _SOCKET, *args], capture_output=True, text=True)
+    if result.returncode:
+        raise AssertionError(f"tmux {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout
 
 
 @pytest.fixture
 def session() -> Iterator[str]:
     name = f"chit-test-{uuid.uuid4().hex[:8]}"
     # env -u: a COLUMNS/LINES inherited from the test process would pin the size at 80×24.
-    command = f"env -u COLUMNS -u LINES {sys.executable} -m chit demo"
+    command = (
+        f"env -u COLUMNS -u LINES {sys.executable} -m chit demo; "
+        f"echo '{_EXITED}'$?']'; exec sleep 600"
+    )
     _tmux(
         "new-session",
         "-d",
@@ -38,12 +54,16 @@ def session() -> Iterator[str]:
     )
     # Detached sessions may ignore -x/-y (tmux's default-size wins): size it explicitly.
     subprocess.run(
-        ["tmux", "resize-window", "-t", name, "-x", "140", "-y", "40"], capture_output=True
+        ["tmux", "-L", _SOCKET, "resize-window", "-t", name, "-x", "140", "-y", "40"],
+        capture_output=True,
     )
     try:
         yield name
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "-L", _SOCKET, "kill-server"], capture_output=True)
+        # kill-server leaves the socket file behind.
+        tmpdir = os.environ.get("TMUX_TMPDIR") or "/tmp"
+        Path(tmpdir, f"tmux-{os.getuid()}", _SOCKET).unlink(missing_ok=True)
 
 
 def _wait_for(session: str, text: str, timeout: float = 40.0) -> str:
@@ -53,6 +73,8 @@ def _wait_for(session: str, text: str, timeout: float = 40.0) -> str:
         pane = _tmux("capture-pane", "-p", "-t", session)
         if text in pane:
             return pane
+        if _EXITED in pane:
+            break  # the demo ended: the text can no longer come
         time.sleep(0.3)
     raise AssertionError(f"{text!r} never appeared; the pane showed:\n{pane}")
 
@@ -85,10 +107,5 @@ def test_demo_shows_live_receipts_and_the_inbox(session: str) -> None:
     _tmux("send-keys", "-t", session, "Escape")  # closes the inbox
     _wait_gone(session, "Inbox: input required")
     _tmux("send-keys", "-t", session, "q")
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
-            break
-        time.sleep(0.3)
-    else:
-        raise AssertionError("chit demo did not exit on q")
+    pane = _wait_for(session, _EXITED)
+    assert f"{_EXITED}0]" in pane, pane  # q is an orderly end: exit code 0

@@ -38,6 +38,14 @@ class InboxScreen(ChitScreen[None]):
     InboxScreen #inbox-empty { padding: 1 2; color: $foreground; }
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Set before mounting: the footer asks for the selection (``check_action``) as soon
+        # as the screen is pushed, and a key may arrive before ``on_mount`` has run — a
+        # demo once died of ``'InboxScreen' object has no attribute 'items'`` there.
+        self.items: tuple[Item, ...] = ()
+        self._keys: list[str] = []
+
     def compose(self) -> ComposeResult:
         yield Static("Inbox: input required and agent questions", classes="screen-title")
         yield Banner(self.chit.backend.mode)
@@ -51,8 +59,6 @@ class InboxScreen(ChitScreen[None]):
         table.add_column("From", width=22, key="tool")
         table.add_column("Kind", width=14, key="kind")
         table.add_column("Prompt", key="prompt")
-        self.items: tuple[Item, ...] = ()
-        self._keys: list[str] = []
         self.watch(self.chit, "snapshot", self._show)
 
     def _show(self, snapshot: Snapshot) -> None:
@@ -77,7 +83,10 @@ class InboxScreen(ChitScreen[None]):
         self.chit.refresh_bindings()
 
     def _item(self) -> Item | None:
-        row = self.query_one("#prompts", DataTable).cursor_row
+        table = self.query_one_optional("#prompts", DataTable)
+        if table is None:  # not composed yet
+            return None
+        row = table.cursor_row
         return self.items[row] if 0 <= row < len(self.items) else None
 
     def selected_receipt(self) -> Receipt | None:

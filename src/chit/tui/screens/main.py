@@ -99,7 +99,8 @@ class MainScreen(ChitScreen[None]):
     # ---------------------------------------------------------------- selection
     def selected_receipt(self) -> Receipt | None:
         """The receipt under the cursor (None on a work-record row)."""
-        key = self.query_one(ReceiptTable).cursor_key
+        table = self.query_one_optional(ReceiptTable)  # None until composed
+        key = table.cursor_key if table is not None else None
         if key is None or not key.startswith("r:"):
             return None
         return self.chit.model.receipts.get(key[2:])
@@ -122,7 +123,8 @@ class MainScreen(ChitScreen[None]):
         side = self.query_one(DetailView)
         if not self.has_class("-wide"):
             return
-        key = self.query_one(ReceiptTable).cursor_key
+        table = self.query_one_optional(ReceiptTable)  # None until composed
+        key = table.cursor_key if table is not None else None
         if key is None:
             return
         kind, ident = key[0], key[2:]

@@ -117,6 +117,12 @@ class ServersScreen(ChitScreen[None]):
     ServersScreen #server-detail { width: 1fr; padding: 0 1; border-left: vkey $primary; }
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Set before mounting: the footer asks for the selection from the first frame.
+        self.specs: list[Any] = []
+        self.statuses: dict[str, Any] = {}
+
     def compose(self) -> ComposeResult:
         yield Static("Servers", classes="screen-title")
         with Horizontal(id="servers-body"):
@@ -133,8 +139,6 @@ class ServersScreen(ChitScreen[None]):
         table.add_column("via", key="transport")
         table.add_column("session", key="session")
         table.add_column("target", key="target")
-        self.specs: list[Any] = []
-        self.statuses: dict[str, Any] = {}
         self.submit(self.chit.backend.servers, description="Reading servers", done=self._show)
         self.read_status()
         self.submit(
@@ -184,10 +188,9 @@ class ServersScreen(ChitScreen[None]):
         # Asked for the footer's keys at any time, also before the table is mounted.
         tables = self.query("#servers").results(DataTable)
         table = next(tables, None)
-        specs = getattr(self, "specs", [])
-        if table is None or not 0 <= table.cursor_row < len(specs):
+        if table is None or not 0 <= table.cursor_row < len(self.specs):
             return None
-        return str(specs[table.cursor_row].name)
+        return str(self.specs[table.cursor_row].name)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self) -> None:
