@@ -85,6 +85,9 @@ class ProxyHost:
         self.sync_results: dict[str, dict[str, Any]] = {}
         self.bus: Any = None  # the MCP server's subscription bus (2026 listen streams)
         self.can_elicit = False
+        self.can_sample = False
+        self.session_version: str | None = None
+        """The protocol version of the host's handshake (None for a 2026 host)."""
         self._introduced = False
 
     @property
@@ -100,6 +103,15 @@ class ProxyHost:
     def may_ask(self) -> bool:
         """The server's prompts may go to this host, and it can answer them."""
         return self.info.prompts != "chit" and self.can_elicit
+
+    @property
+    def introduced(self) -> bool:
+        """The host has told who it is (its first request went the full path)."""
+        return self._introduced
+
+    def fast_route(self) -> str:
+        """Name a request of the fast path (no request context: never asked anything)."""
+        return f"r{next(self._route_ids)}"
 
     def new_route(self, ctx: Ctx) -> str:
         """Name one of the host's requests (the engine routes the server's replies by it)."""
@@ -119,6 +131,9 @@ class ProxyHost:
         caps = ctx.session.client_capabilities
         if caps is not None:
             self.can_elicit = caps.elicitation is not None
+            self.can_sample = caps.sampling is not None
+        if not pwire.is_modern(ctx.protocol_version):
+            self.session_version = ctx.protocol_version
         method = ctx.method
         if method == "initialize":
             result = await call_next(ctx)

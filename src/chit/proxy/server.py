@@ -110,11 +110,13 @@ def build_mcp_server(host: ProxyHost) -> Any:
 
 async def serve_stdio(host: ProxyHost) -> None:
     """Serve the host on this process's stdin/stdout until it closes them."""
+    from chit.proxy import fast
     from chit.proxy.stdio import host_stdio
 
     server = build_mcp_server(host)
     lowlevel = server._lowlevel_server
-    async with host_stdio() as (read_stream, write_stream):
+    intercept = fast.FastPath(host).take if fast.enabled() else None
+    async with host_stdio(intercept) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 

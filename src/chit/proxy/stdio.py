@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -37,15 +37,52 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def host_stdio() -> AbstractAsyncContextManager[tuple[Any, Any]]:
-    """``(read_stream, write_stream)`` of the host's stdio (see the module docstring)."""
+Intercept = Callable[[bytes], Callable[[], Awaitable[bytes | None]] | None]
+"""A line of the host → a job answering it without the SDK (its answer line), or None."""
+
+
+def host_stdio(intercept: Intercept | None = None) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+    """``(read_stream, write_stream)`` of the host's stdio (see the module docstring).
+
+    ``intercept`` sees every line first (pipes only): a line it takes a job for is
+    answered by that job (:mod:`chit.proxy.fast`) and never reaches the SDK.
+    """
     if _pollable(0) and _pollable(1):
-        return _pipe_stdio()
+        return _pipe_stdio(intercept)
     return stdio_server()
 
 
+class _Out:
+    """The host's stdout: whole lines, in order, from the SDK's writer and fast jobs."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = bytearray()
+        self.flushing = False
+
+    async def write(self, data: bytes) -> None:
+        """Queue ``data`` (whole lines) and write it out unless a write is under way."""
+        self.pending += data
+        if self.flushing:
+            return  # the write under way takes it along, after what came before
+        self.flushing = True
+        try:
+            while self.pending:
+                try:
+                    written = os.write(self.fd, self.pending)
+                except BlockingIOError:
+                    await anyio.wait_writable(self.fd)
+                    continue
+                except OSError:
+                    self.pending.clear()  # the host is gone
+                    return
+                del self.pending[:written]
+        finally:
+            self.flushing = False
+
+
 @asynccontextmanager
-async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+async def _pipe_stdio(intercept: Intercept | None) -> AsyncIterator[tuple[Any, Any]]:
     in_fd, out_fd = os.dup(0), os.dup(1)
     saved_in, saved_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -56,6 +93,12 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     os.set_blocking(out_fd, False)
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
+    out = _Out(out_fd)
+
+    async def answer(job: Callable[[], Awaitable[bytes | None]]) -> None:
+        line = await job()
+        if line is not None:
+            await out.write(line)
 
     async def reader() -> None:
         buffer = bytearray()
@@ -74,7 +117,12 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
                 while (end := buffer.find(b"\n")) >= 0:
                     line = bytes(buffer[:end])
                     del buffer[: end + 1]
-                    if line.strip():
+                    if not line.strip():
+                        continue
+                    job = intercept(line) if intercept is not None else None
+                    if job is not None:
+                        tg.start_soon(answer, job)
+                    else:
                         await read_writer.send(_message(line))
                 if len(buffer) > MAX_LINE:
                     await read_writer.send(ValueError("a message over the size limit"))
@@ -84,16 +132,7 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
         async with write_reader:
             async for session_message in write_reader:
                 text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                view = memoryview((text + "\n").encode("utf-8"))
-                while view:
-                    try:
-                        written = os.write(out_fd, view)
-                    except BlockingIOError:
-                        await anyio.wait_writable(out_fd)
-                        continue
-                    except OSError:
-                        return  # the host is gone
-                    view = view[written:]
+                await out.write((text + "\n").encode("utf-8"))
 
     try:
         async with anyio.create_task_group() as tg:
