@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ErrorData
 
 from chit.daemon.server import Connection, ControlServer
+from chit.engine import rpc
 from chit.engine.local import LocalEngine
 from chit.errors import ChitError
 from chit.proxy import protocol
@@ -126,8 +127,9 @@ class ProxyMethods:
         self.side.upstreams.set_host(self._att(conn), p)
 
     async def request(self, p: ForwardParams, conn: Connection) -> Any:
-        """Forward one request of the host."""
-        return await self.side.upstreams.forward(self._att(conn), p)
+        """Forward one request of the host (its answer is the server's JSON, sent unread)."""
+        answer = await self.side.upstreams.forward(self._att(conn), p)
+        return rpc.Raw({"result": answer.result, "error": answer.error})
 
     async def notify(self, p: NotifyParams, conn: Connection) -> Any:
         """Forward one notification of the host."""

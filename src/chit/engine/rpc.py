@@ -284,9 +284,24 @@ def request(id_: int, method: str, params: BaseModel) -> dict[str, Any]:
     }
 
 
+class Raw:
+    """A handler's result already in its JSON form: sent as it is, not serialised again.
+
+    ``chit proxy``'s forwarded answers are the server's JSON, parsed once; walking them
+    through the method's result model again was measurable on every proxied call.
+    """
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: Any) -> None:
+        """Send ``body`` (JSON-ready: dicts, lists, strings, numbers, None)."""
+        self.body = body
+
+
 def result(id_: int | str | None, method: Method, value: Any) -> dict[str, Any]:
     """A successful response frame."""
-    return {"jsonrpc": "2.0", "id": id_, "result": method.result.dump_python(value, mode="json")}
+    body = value.body if isinstance(value, Raw) else method.result.dump_python(value, mode="json")
+    return {"jsonrpc": "2.0", "id": id_, "result": body}
 
 
 def error(id_: int | str | None, code: int, message: str, data: Any = None) -> dict[str, Any]:

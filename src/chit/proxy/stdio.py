@@ -13,6 +13,7 @@ stderr), so a stray ``print`` or a child process can never write into the MCP ch
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -102,9 +103,21 @@ async def _pipe_stdio(intercept: Intercept | None) -> AsyncIterator[tuple[Any, A
 
     async def reader() -> None:
         buffer = bytearray()
+        # Registered once: anyio.wait_readable adds and removes the descriptor on every
+        # wait, and asyncio's failed lookup before each add formats an error message.
+        loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        loop.add_reader(in_fd, readable.set)
+        try:
+            await _read_lines(readable, buffer)
+        finally:
+            loop.remove_reader(in_fd)
+
+    async def _read_lines(readable: asyncio.Event, buffer: bytearray) -> None:
         async with read_writer:
             while True:
-                await anyio.wait_readable(in_fd)
+                await readable.wait()
+                readable.clear()
                 try:
                     chunk = os.read(in_fd, 1 << 16)
                 except BlockingIOError:
