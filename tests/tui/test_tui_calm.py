@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from chit import clock
 from chit.receipts import LifecycleState, RetrievalCondition
 from chit.store import Store
 from chit.tui.app import ChitApp
+from chit.tui.widgets.receipt_table import ReceiptTable
 from tests.tui.conftest import FakeSupervisor, make_app
 from tests.tui.helpers import screen_text, settle
 from tests.tui.seed import NOW, _receipt
@@ -114,3 +116,46 @@ async def test_an_unreachable_server_is_in_the_status_line_and_toasted_once(
         text = screen_text(app)
         assert "demo unreachable" in text
         assert "ExceptionGroup" not in text + "".join(m.message for m in app._notifications)
+
+
+async def test_a_clock_tick_draws_only_the_cells_that_moved(tmp_path: Path) -> None:
+    """A tick that moves "12 s ago" renders those cells again, not the table or the screen.
+
+    Through ``DataTable.update_cell`` (which counts an update: every render cache key
+    changes) each tick rendered every visible cell of the table again, and the app's
+    snapshot, a repainting ``reactive``, redrew the whole screen: ~10 % of a core idle.
+    A cell rendered is a new value in the table's cell cache.
+    """
+    app = _app(tmp_path / "home", timedelta(seconds=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(ReceiptTable)
+        cache = table._cell_render_cache
+        compositor = app.screen._compositor
+        full, full_updates = compositor.render_full_update, 0
+
+        def counting_full(*args: Any, **kwargs: Any) -> Any:
+            nonlocal full_updates
+            full_updates += 1
+            return full(*args, **kwargs)
+
+        assert "11s" in screen_text(app)
+        rendered: list[str] = []
+        for second in (1, 2, 3):
+            clock.freeze(NOW + timedelta(seconds=second))
+            before = {k: cache.get(k) for k in cache.keys()}  # noqa: SIM118 - not a dict
+            compositor.render_full_update = counting_full  # type: ignore[method-assign]
+            app.tick()
+            await settle(pilot)
+            await pilot.pause()
+            compositor.render_full_update = full  # type: ignore[method-assign]
+            rendered += [
+                str(k[1].value)
+                for k in cache.keys()  # noqa: SIM118 - an LRUCache, not a dict
+                if cache.get(k) is not before.get(k) and k[0].value  # new, and not the header
+            ]
+            shown = screen_text(app)  # a screenshot is a full render of its own
+            assert f"{11 + second}s" in shown and f"{10 + second}s" not in shown
+        assert full_updates == 0
+        # Three rows, one moving cell each ("seen"; their expiry has no TTL), per tick.
+        assert sorted(rendered) == ["observed"] * 9, rendered

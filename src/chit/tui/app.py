@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 
 from chit import clock
@@ -68,8 +68,9 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
         Binding("q", "quit", "Quit", id="chit.quit", tooltip="Leave chit"),
     ]
 
-    snapshot: reactive[Snapshot] = reactive(EMPTY, always_update=True, init=False)
-    """The latest view of the home; screens watch it."""
+    snapshot: var[Snapshot] = var(EMPTY, always_update=True, init=False)
+    """The latest view of the home; screens watch it. A ``var``: the watchers repaint
+    what changed, where a ``reactive`` also repainted the whole screen on every publish."""
 
     def __init__(
         self,

@@ -1,7 +1,9 @@
 """The receipts table: receipts grouped under their work records, in attention order.
 
 Rows are rebuilt only when the row keys changed; otherwise only the cells whose text
-changed are rewritten. When rows do move, the highlighted receipt stays highlighted at
+changed are rewritten, and only those cells are drawn again (a clock tick that moves
+"12 s ago" recomputes the time columns alone and repaints the cells that changed). When
+rows do move, the highlighted receipt stays highlighted at
 the same height on screen: a person reading a row never sees it jump away. The columns
 fit the width by priority: the purpose keeps at least :data:`MIN_PURPOSE` characters,
 the id and the long freshness text go first on a narrow terminal.
@@ -9,14 +11,17 @@ the id and the long freshness text go first on a narrow terminal.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from chit.receipts import Receipt
 from chit.tui.safe import one_line, plain_line
@@ -64,6 +69,8 @@ GIVE_WAY: tuple[tuple[str, Column | None], ...] = (
 """What gives way, in order, until the purpose has :data:`MIN_PURPOSE` characters."""
 
 Cells = tuple[Text, ...]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def layout(width: int) -> tuple[tuple[Column, ...], int]:
@@ -126,6 +133,7 @@ class ReceiptTable(DataTable[Text]):
         self._purpose_width = 0
         self._snapshot: Snapshot | None = None
         self._rebuilding = False
+        self._theme = ""
 
     def on_mount(self) -> None:
         self._columns_for(self.size.width or 80)
@@ -160,14 +168,21 @@ class ReceiptTable(DataTable[Text]):
             title.append("  ✓ ", style=v.get("text-success", ""))
             title.append(one_line(rec.completion_summary))
         title.truncate(self._purpose_width, overflow="ellipsis")
-        now = self._snapshot.now if self._snapshot is not None else rec.updated_at
         return {
             "state": styled(one_line(rec.status)[:9], RECORD_STYLE, v),
             "id": Text(rec.id[:6]),
             "tool": Text("work record"),
             "purpose": title,
-            "observed": Text(self._ago(ago(now, rec.updated_at))),
+            **self._group_clock(group),
         }
+
+    def _group_clock(self, group: Group) -> dict[str, Text]:
+        """The group row's cells that move with the clock alone."""
+        rec = group.record
+        if rec is None:
+            return {}
+        now = self._snapshot.now if self._snapshot is not None else rec.updated_at
+        return {"observed": Text(self._ago(ago(now, rec.updated_at)))}
 
     def _ago(self, text: str) -> str:
         narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
@@ -175,13 +190,6 @@ class ReceiptTable(DataTable[Text]):
 
     def _receipt_cells(self, snapshot: Snapshot, receipt: Receipt) -> dict[str, Text]:
         v = palette(self.app.theme_variables)
-        text, condition = observed(receipt, snapshot.now)
-        text = text.replace("observed ", "")
-        narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
-        if narrow:
-            text = short_ago(text.split(", ")[-1]) + ("!" if ", " in text else "")
-        expiry = countdown(snapshot.now, receipt.expires_at) if not receipt.is_terminal else ""
-        near = near_expiry(receipt, snapshot.now)
         tool = plain_line(f"{receipt.server}/{receipt.tool}")
         purpose = plain_line(receipt.purpose or receipt.status_message or "")
         purpose.truncate(self._purpose_width, overflow="ellipsis")
@@ -191,6 +199,20 @@ class ReceiptTable(DataTable[Text]):
             "id": Text(receipt.receipt_id[-6:]),
             "tool": tool,
             "purpose": purpose,
+            **self._receipt_clock(snapshot, receipt),
+        }
+
+    def _receipt_clock(self, snapshot: Snapshot, receipt: Receipt) -> dict[str, Text]:
+        """The receipt row's cells that move with the clock alone: freshness, expiry."""
+        v = palette(self.app.theme_variables)
+        text, condition = observed(receipt, snapshot.now)
+        text = text.replace("observed ", "")
+        narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
+        if narrow:
+            text = short_ago(text.split(", ")[-1]) + ("!" if ", " in text else "")
+        expiry = countdown(snapshot.now, receipt.expires_at) if not receipt.is_terminal else ""
+        near = near_expiry(receipt, snapshot.now)
+        return {
             "observed": styled(text, CONDITION_STYLE[condition], v),
             "expires": styled(expiry, "bold $text-warning" if near else "$foreground", v),
         }
@@ -207,9 +229,35 @@ class ReceiptTable(DataTable[Text]):
                 rows.append((receipt_key(receipt.receipt_id), cells))
         return rows
 
+    def _clock_rows(self, snapshot: Snapshot) -> list[tuple[str, Cells]]:
+        """The rows shown now with only their clock-driven cells computed again."""
+        rows: list[tuple[str, Cells]] = []
+        for group in snapshot.groups:
+            key = group_key(group.key or NO_WORK)
+            rows.append((key, self._merge(key, self._group_clock(group))))
+            for receipt in group.receipts:
+                key = receipt_key(receipt.receipt_id)
+                rows.append((key, self._merge(key, self._receipt_clock(snapshot, receipt))))
+        return rows
+
+    def _merge(self, key: str, moved: dict[str, Text]) -> Cells:
+        shown = self._cells[key]
+        return tuple(moved.get(c.key, shown[i]) for i, c in enumerate(self._columns))
+
     def show(self, snapshot: Snapshot, keep: str | None = None) -> None:
         """Render ``snapshot``; the highlighted row keeps its receipt and its height."""
-        self._snapshot = snapshot
+        previous, self._snapshot = self._snapshot, snapshot
+        if (
+            previous is not None
+            and snapshot.groups is previous.groups
+            and self._keys
+            and self._theme == self.app.theme
+        ):
+            # The same rows at a later time (a clock tick, chit.tui.feed): only the
+            # freshness and expiry cells can differ.
+            self._update_cells(self._clock_rows(snapshot))
+            return
+        self._theme = self.app.theme
         rows = self._rows(snapshot)
         keys = [key for key, _ in rows]
         if keys == self._keys:
@@ -238,14 +286,52 @@ class ReceiptTable(DataTable[Text]):
 
     def _update_cells(self, rows: list[tuple[str, Cells]]) -> None:
         columns = [c.key for c in self._columns]
+        changed: list[tuple[str, str, Text]] = []
         for key, cells in rows:
             before = self._cells.get(key)
             if before is not None and _same(before, cells):
                 continue
             for i, (column, value) in enumerate(zip(columns, cells, strict=True)):
                 if before is None or not _same((before[i],), (value,)):
-                    self.update_cell(key, column, value)
+                    changed.append((key, column, value))
             self._cells[key] = cells
+        if changed:
+            self._set_cells(changed)
+
+    def _set_cells(self, changed: list[tuple[str, str, Text]]) -> None:
+        """Write ``(row, column, value)`` cells and draw those cells again, alone.
+
+        ``DataTable.update_cell`` counts an update, and the count is part of every key
+        of the table's render caches: each call had Textual render every visible cell
+        again through Rich. With a column of "12 s ago" moving every second that was
+        most of an open TUI's CPU (``benchmarks/daemon.py --only tui``). Here only the
+        changed cells' cached renders (and their rows') are dropped and only their
+        regions refreshed. It reaches into DataTable's caches (Textual 8); on a Textual
+        without them it falls back to ``update_cell``, and
+        ``tests/tui/test_tui_calm.py`` checks that the screen shows the new text.
+        """
+        try:
+            data = self._data
+            caches = (self._cell_render_cache, self._row_render_cache)
+            renderables, lines = self._row_renderable_cache, self._line_cache
+        except AttributeError:  # pragma: no cover - another Textual's DataTable
+            for key, column, value in changed:
+                self.update_cell(key, column, value)
+            return
+        cells = {(RowKey(key), ColumnKey(column)) for key, column, _ in changed}
+        rows = {row for row, _ in cells}
+        for key, column, value in changed:
+            data[RowKey(key)][ColumnKey(column)] = value
+        cell_cache, row_cache = caches
+        _drop(cell_cache, lambda k: (k[0], k[1]) in cells)
+        _drop(row_cache, lambda k: k[0] in rows)
+        indexes = {self.get_row_index(row) for row in rows}
+        _drop(renderables, lambda k: k[1] in indexes)
+        lines.clear()  # keyed by screen line; rebuilt from the row caches as drawn
+        for key, column, _ in changed:
+            self.refresh_coordinate(
+                Coordinate(self.get_row_index(key), self.get_column_index(column))
+            )
 
     @property
     def cursor_key(self) -> str | None:
@@ -261,6 +347,13 @@ class ReceiptTable(DataTable[Text]):
             return
         if self.cursor_row >= len(self._keys) - 1:
             self.post_message(self.EndReached())
+
+
+def _drop(cache: LRUCache[K, V], stale: Callable[[K], bool]) -> None:
+    """Discard the entries of ``cache`` whose key is ``stale``."""
+    # Textual's LRUCache has keys() but no iteration of its own.
+    for key in [k for k in cache.keys() if stale(k)]:  # noqa: SIM118
+        cache.discard(key)
 
 
 def _same(a: Cells, b: Cells) -> bool:
