@@ -86,3 +86,52 @@ async def test_form_errors_are_legible_on_the_dialog(tmp_path: Path, theme: str)
         for widget in (app.screen.query_one("#error-0"), app.screen.query_one("#form-error")):
             bg, fg = widget.background_colors[1], widget.colors[1]
             assert contrast(fg, bg) >= MINIMUM, f"{theme}: {widget.id} {contrast(fg, bg):.2f}"
+
+
+@pytest.mark.parametrize("theme", THEMES)
+async def test_protocol_log_styles_are_legible(tmp_path: Path, theme: str) -> None:
+    """Every style of the protocol log, on every background it is painted on, ≥ 4.5:1."""
+    from textual.widgets import DataTable
+
+    from chit.tui.screens.protocol_log import LOG_STYLE, ProtocolLogScreen
+    from tests.tui.helpers import select
+    from tests.tui.seed import rid
+    from tests.tui.test_tui_protocol_log import LogBackend
+
+    app: ChitApp = make_app(tmp_path / "home", supervisor=FakeSupervisor(), backend=LogBackend)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.theme = theme
+        await settle(pilot)
+        await select(pilot, rid(6))
+        await pilot.press("l")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ProtocolLogScreen)
+        styles = screen.styles_of
+        assert styles.keys() == LOG_STYLE.keys()
+        table = screen.query_one("#messages", DataTable)
+        # What is painted is these styles: a sent row, a received row, an error row.
+        sent, received, error = (table.get_row_at(i) for i in range(3))
+        assert str(sent[1].style) == styles["sent"] and str(received[1].style) == styles["received"]
+        assert str(error[2].style) == styles["error"] and str(sent[3].style) == styles["json"]
+        assert str(sent[0].style) == styles["time"]
+        backgrounds = {
+            "the table": table.background_colors[1],
+            "the message pane": screen.query_one("#message").background_colors[1],
+            "the note": screen.query_one("#log-note").background_colors[1],
+        }
+        low: dict[str, float] = {}
+        for name, style in styles.items():
+            rich = Style.parse(style)
+            assert rich.color is not None, name
+            for where, background in backgrounds.items():
+                ratio = contrast(background + Color.from_rich_color(rich.color), background)
+                if ratio < MINIMUM:
+                    low[f"{name} on {where}"] = round(ratio, 2)
+        header = table.get_component_rich_style("datatable--header")
+        assert header.color is not None and header.bgcolor is not None
+        header_bg = Color.from_rich_color(header.bgcolor)
+        ratio = contrast(header_bg + Color.from_rich_color(header.color), header_bg)
+        if ratio < MINIMUM:
+            low["the table's header"] = round(ratio, 2)
+        assert not low, f"{theme}: below {MINIMUM}:1 — {low}"

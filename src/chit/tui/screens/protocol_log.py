@@ -25,6 +25,7 @@ from chit.tui.context import Place
 from chit.tui.safe import one_line, plain, plain_line
 from chit.tui.screens.base import ChitScreen
 from chit.tui.view import Snapshot
+from chit.tui.widgets.badges import palette, resolve
 from chit.tui.widgets.footer import ChitFooter
 
 LIMIT = 200
@@ -34,6 +35,18 @@ RELOAD_S = 2.0
 """While open, the log is read again at most this often when something changed."""
 
 ARROWS = {"sent": "→", "received": "←"}
+
+LOG_STYLE: dict[str, str] = {
+    "time": "$foreground",
+    "sent": "bold $text-primary",
+    "received": "bold $text-success",
+    "method": "$foreground",
+    "error": "bold $text-error",
+    "json": "$foreground",
+    "note": "italic $foreground",
+}
+"""Every style of this screen (theme variables, made legible by :func:`palette`);
+``tests/tui/test_tui_contrast.py`` measures each against the backgrounds it is painted on."""
 
 
 def clock_text(at: datetime) -> str:
@@ -85,7 +98,7 @@ class ProtocolLogScreen(ChitScreen[None]):
         title = plain_line(f"Protocol log · {self.server_name}")
         yield Static(title, classes="screen-title")
         yield Static(
-            Text("Reading the log…", style="italic"),
+            Text("Reading the log…", style="italic"),  # restyled once the log is read
             id="log-note",
         )
         yield DataTable[Text](id="messages", cursor_type="row")
@@ -127,12 +140,13 @@ class ProtocolLogScreen(ChitScreen[None]):
         row = table.cursor_row
         self.messages = tuple(messages)
         table.clear()
+        style = self.styles_of
         for i, m in enumerate(self.messages):
             table.add_row(
-                Text(clock_text(m.at)),
-                Text(ARROWS.get(m.direction, "?")),
-                plain_line(what(m), "bold" if m.kind == "error" else ""),
-                plain_line(m.text),
+                Text(clock_text(m.at), style=style["time"]),
+                Text(ARROWS.get(m.direction, "?"), style=style.get(m.direction, style["json"])),
+                plain_line(what(m), style["error" if m.kind == "error" else "method"]),
+                plain_line(m.text, style["json"]),
                 key=str(i),
             )
         note = self.query_one("#log-note", Static)
@@ -141,7 +155,7 @@ class ProtocolLogScreen(ChitScreen[None]):
                 Text(
                     "No messages yet: chit has not talked to this server since its engine"
                     " started (the log is kept in memory only).",
-                    style="italic",
+                    style=style["note"],
                 )
             )
         else:
@@ -149,7 +163,7 @@ class ProtocolLogScreen(ChitScreen[None]):
                 Text(
                     f"{len(self.messages)} messages, newest last · → sent ← received"
                     " · handles and secrets redacted",
-                    style="italic",
+                    style=style["note"],
                 )
             )
         if self.messages:
@@ -165,5 +179,13 @@ class ProtocolLogScreen(ChitScreen[None]):
             text.update("")
             return
         m = self.messages[row]
-        head = plain_line(f"{clock_text(m.at)} {m.direction} {what(m)}", "bold")
-        text.update(Text.assemble(head, "\n", plain(pretty(m.text))))
+        style = self.styles_of
+        kind = "error" if m.kind == "error" else m.direction
+        head = plain_line(f"{clock_text(m.at)} {m.direction} {what(m)}", style.get(kind, "bold"))
+        text.update(Text.assemble(head, "\n", plain(pretty(m.text), style["json"])))
+
+    @property
+    def styles_of(self) -> dict[str, str]:
+        """:data:`LOG_STYLE` resolved in the current theme (colours made legible)."""
+        variables = palette(self.app.theme_variables)
+        return {name: resolve(style, variables) for name, style in LOG_STYLE.items()}
