@@ -56,6 +56,8 @@ ALLOWED_SCANS: dict[str, str] = {
     "SELECT min(created_at) FROM intents": "whole-table statistics",
     # The TUI reads every receipt's index entry once when it starts (chit.tui.loader).
     "expires_at, version, status_at FROM receipts": "the TUI's in-memory index, at start",
+    # Once, after the first paint: the fields the TUI's table shows from receipts' JSON.
+    "THEN json_extract(doc, '$.stale_after')": "the TUI's in-memory index, completed once",
     # `chit doctor` and the TUI's start count the sealed handles once (chit.runtime.keys).
     "WHERE handle_blob IS NOT NULL": "a one-off count for the key diagnosis",
     # Tiny tables with a handful of rows (tokens; migrations bookkeeping).
@@ -170,6 +172,7 @@ def _tui(home: Home, receipt_id: str) -> None:
     with Store.open(home) as store:
         now = store.receipts.require(receipt_id).status_at
         _index, newest = loader.read_index(store)
+        loader.read_extras(store)
         marks = loader.read_marks(store)
         assert marks.status_at == newest
         loader.changed_since(store, None)

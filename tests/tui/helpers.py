@@ -10,14 +10,22 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
+from chit.receipts import Receipt
+from chit.store import Store
 from chit.tui.app import ChitApp
 from chit.tui.widgets.receipt_table import ReceiptTable
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish, the model publish, and the screen catch up (bounded)."""
+    """Let workers finish, the model publish, and the screen catch up (bounded).
+
+    Bounded by time (20 s), not by rounds: a hundred rounds of ``pause`` passed in about two
+    seconds, which a loaded machine's first load outlasted — the test then went on
+    before the first snapshot and its toasts (a snapshot test caught one on screen).
+    """
     app = pilot.app
-    for _ in range(100):
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
         await pilot.pause()
         try:
             await app.workers.wait_for_complete()
@@ -59,6 +67,12 @@ async def select(pilot: Pilot[None], receipt_id: str) -> None:
     table = app.screen.query_one(ReceiptTable)
     table.move_cursor(row=table._keys.index(f"r:{receipt_id}"), animate=False)
     await settle(pilot)
+
+
+def stored(app: ChitApp, receipt_id: str) -> Receipt:
+    """The whole receipt as the store has it (the table's rows are projections)."""
+    with Store.open(app.backend.home) as store:
+        return store.receipts.require(receipt_id)
 
 
 def screen_text(app: ChitApp) -> str:

@@ -19,7 +19,7 @@ from chit.store import Store
 from chit.tui.app import ChitApp
 from chit.tui.widgets.receipt_table import ReceiptTable
 from tests.tui.conftest import FakeSupervisor, make_app
-from tests.tui.helpers import screen_text, settle
+from tests.tui.helpers import screen_text, settle, stored
 from tests.tui.seed import NOW, _receipt
 
 pytestmark = pytest.mark.anyio
@@ -99,7 +99,8 @@ async def test_an_unreachable_server_is_in_the_status_line_and_toasted_once(
     app = _app(tmp_path / "home", timedelta(minutes=10))
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await settle(pilot)
-        for n, receipt in enumerate(app.snapshot.receipts):
+        for n, row in enumerate(app.snapshot.rows):
+            receipt = stored(app, row.receipt_id)
             down = receipt.model_copy(
                 update={
                     "retrieval": RetrievalCondition.UNREACHABLE,

@@ -58,17 +58,17 @@ async def test_filter_by_state_server_and_text(app: ChitApp) -> None:
         assert isinstance(app.focused, Input)
         await pilot.press(*"state:failed")
         await settle(pilot)
-        assert [r.state for r in app.snapshot.receipts] == [LifecycleState.FAILED]
+        assert [r.state for r in app.snapshot.rows] == [LifecycleState.FAILED]
         app.screen.query_one("#filter", Input).value = "server:reports"
         await settle(pilot)
-        assert [r.receipt_id for r in app.snapshot.receipts] == [rid(6)]
+        assert [r.receipt_id for r in app.snapshot.rows] == [rid(6)]
         app.screen.query_one("#filter", Input).value = "simulation"
         await settle(pilot)
-        assert [r.receipt_id for r in app.snapshot.receipts] == [rid(5)]
+        assert [r.receipt_id for r in app.snapshot.rows] == [rid(5)]
         await pilot.press("escape")
         await settle(pilot)
         assert app.query_text == ""
-        assert len(app.snapshot.receipts) == 7
+        assert len(app.snapshot.rows) == 7
 
 
 async def test_open_detail_shows_timeline_outcome_and_decision(app: ChitApp) -> None:

@@ -115,6 +115,7 @@ def _entry(n: int, state: str, **kw: object) -> Entry:
         "accepted_at": f"2026-03-01T11:{n:02d}:00.000Z",
         "expires_at": None,
         "version": 1,
+        "status_at": f"2026-03-01T11:{n:02d}:00.000Z",
     }
     fields.update(kw)
     return Entry.from_row(**fields)  # type: ignore[arg-type]

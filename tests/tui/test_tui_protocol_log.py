@@ -180,7 +180,7 @@ async def test_a_real_exchange_shows_without_the_task_handle(tmp_path: Path) -> 
             while not app.snapshot.prompts:
                 await anyio.sleep(0.05)
         await settle(pilot)
-        receipt = app.snapshot.receipts[0]
+        receipt = app.snapshot.prompts[0].receipt  # whole: its task handle is looked up
         assert receipt.state is LifecycleState.INPUT_REQUIRED
         local = host.engine.engine
         assert isinstance(local, LocalEngine)

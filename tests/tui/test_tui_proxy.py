@@ -68,7 +68,8 @@ async def test_inbox_answer_completes_a_proxied_hosts_call(home: Path) -> None:
                 await settle(pilot)
                 await anyio.sleep(0.2)
             (prompt,) = app.snapshot.prompts
-            receipt = next(r for r in app.snapshot.receipts if r.tool == "confirm_delete")
+            receipt = prompt.receipt  # whole (the table's rows carry no host)
+            assert receipt.tool == "confirm_delete"
             assert receipt.host is not None and receipt.host.name  # the host's clientInfo
             await pilot.press("i")
             await settle(pilot)

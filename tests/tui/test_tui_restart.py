@@ -91,7 +91,7 @@ async def _confirm_in_inbox(pilot: Pilot[None], app: ChitApp) -> None:
 
 
 def _receipt(app: ChitApp, tool: str) -> Receipt:
-    return next(r for r in app.snapshot.receipts if r.tool == tool)
+    return next(r for r in app.snapshot.rows if r.tool == tool)
 
 
 async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: Path) -> None:
@@ -132,7 +132,7 @@ async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: P
                     if not tasks.active():
                         break
                 await anyio.sleep(0.1)
-        assert first.snapshot.receipts[0].state is LifecycleState.WORKING
+        assert first.snapshot.rows[0].state is LifecycleState.WORKING
         await pilot.press("q")
 
     again = build_app(demo, use_daemon=False)  # --no-daemon: the engine runs here
@@ -140,11 +140,11 @@ async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: P
     again.theme = "textual-dark"
     async with again.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        assert [r.receipt_id for r in again.snapshot.receipts] == [started.receipt_id]
+        assert [r.receipt_id for r in again.snapshot.rows] == [started.receipt_id]
         await _until(
             pilot,
             again,
-            lambda s: s.receipts[0].state is LifecycleState.COMPLETED,
+            lambda s: s.rows[0].state is LifecycleState.COMPLETED,
             "completed",
         )
         await select(pilot, started.receipt_id)
@@ -268,10 +268,8 @@ async def test_a_stdio_task_outlives_the_tui_through_the_daemon(daemon: Path) ->
     assert isinstance(again, ChitApp)
     async with again.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        assert [r.receipt_id for r in again.snapshot.receipts] == [started.receipt_id]
-        await _by_events(
-            again, lambda s: s.receipts[0].state is LifecycleState.COMPLETED, "completed"
-        )
+        assert [r.receipt_id for r in again.snapshot.rows] == [started.receipt_id]
+        await _by_events(again, lambda s: s.rows[0].state is LifecycleState.COMPLETED, "completed")
         await settle(pilot)
         await select(pilot, started.receipt_id)
         assert "Computed job in 3 s" in screen_text(again)
@@ -344,7 +342,7 @@ async def test_the_tui_reconnects_when_the_daemon_goes_away(daemon: Path) -> Non
                     await anyio.sleep(0.2)
         await _by_events(
             app,
-            lambda s: any(r.tool == "greet" and r.is_terminal for r in s.receipts),
+            lambda s: any(r.tool == "greet" and r.is_terminal for r in s.rows),
             "the call's receipt, told by the new daemon's events",
         )
         await pilot.press("q")

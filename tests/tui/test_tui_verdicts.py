@@ -31,7 +31,7 @@ def _acceptance(app: ChitApp, n: int) -> AcceptanceState:
 
 def _verdict_cell(app: ChitApp, n: int) -> str:
     table = app.screen.query_one(ReceiptTable)
-    return table.get_cell(f"r:{rid(n)}", "verdict").plain
+    return table.cell(f"r:{rid(n)}", "verdict").plain
 
 
 async def test_accepting_an_error_result_asks_twice(app: ChitApp) -> None:

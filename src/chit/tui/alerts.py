@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from chit.receipts import LifecycleState, Receipt, is_success
-from chit.tui.view import Snapshot, near_expiry
+from chit.receipts import LifecycleState, Receipt
+from chit.tui.view import Row, Snapshot, near_expiry
 
 Severity = Literal["information", "warning", "error"]
 
@@ -26,7 +26,7 @@ class Alert:
     severity: Severity = "information"
 
 
-def _name(r: Receipt) -> str:
+def _name(r: Row | Receipt) -> str:
     return f"{r.server}/{r.tool} {r.receipt_id[-6:]}"
 
 
@@ -80,7 +80,7 @@ class AlertTracker:
                     )
                 )
         self.unreachable = down
-        for receipt in snapshot.receipts:
+        for receipt in snapshot.rows:
             before = self.states.get(receipt.receipt_id)
             self.states[receipt.receipt_id] = receipt.state
             if before is not None and before != receipt.state and receipt.is_terminal:
@@ -97,9 +97,9 @@ class AlertTracker:
         return alerts
 
     @staticmethod
-    def _terminal(r: Receipt) -> Alert:
+    def _terminal(r: Row) -> Alert:
         if r.state is LifecycleState.COMPLETED:
-            if r.outcome is not None and not is_success(r):
+            if r.error:
                 return Alert("Completed with an error", _name(r), "error")
             return Alert("Completed", _name(r))
         if r.state is LifecycleState.FAILED:

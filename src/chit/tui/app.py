@@ -9,6 +9,7 @@ line, never a dead app.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import partial
@@ -114,6 +115,7 @@ class ChitApp(Feed, ActionsMixin, WorkOwner, App[None]):
 
     def on_unmount(self) -> None:
         self.backend.close()
+        gc.unfreeze()  # the index was frozen (Feed._fill); let the collector have it back
 
     # ------------------------------------------------------------------ publishing
     def publish(self, snapshot: Snapshot) -> None:

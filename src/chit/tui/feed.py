@@ -12,7 +12,10 @@ model (reading only the receipts it lacks) and sets the ``snapshot`` reactive.
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -20,15 +23,27 @@ from typing import TYPE_CHECKING, Any
 from chit import clock
 from chit.receipts import Receipt
 from chit.tui import loader
-from chit.tui.index import ReceiptIndex
+from chit.tui.index import Extras, ReceiptIndex
 from chit.tui.loader import Marks, RecordInfo
 from chit.tui.messages import EventsArrived, PublishRequested
 from chit.tui.model import LiveModel, Need
 from chit.tui.view import INBOX_LIMIT, PAGE_SIZE, Query, Question, clock_marks, parse_filter
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from chit.tui.app import ChitApp
 
+
+FAULT_ENV = "CHIT_TUI_FAULT"
+"""Test-only: ``tick`` makes the first clock tick after the first load raise, unhandled,
+so a test can see what a real crash does (the exit code, the log, the demo's home)."""
+
+FREEZE_AT = 10_000
+"""From this many receipts the index is hidden from the garbage collector (see ``_fill``)."""
+
+DEBOUNCE_S = 0.08
+"""Keys typed into the filter closer together than this are applied as one."""
 
 COARSE_S = 15.0
 """Seconds a text that moves by the minute may lag behind the clock."""
@@ -88,6 +103,9 @@ class Feed:
         self._side = None
         self.publish_pending = False
         self._ticks = 0
+        self._typing: Timer | None = None
+        self._typed_at = 0.0
+        self._fault = os.environ.get(FAULT_ENV, "")
 
     @property
     def filter_query(self) -> Query:
@@ -116,7 +134,7 @@ class Feed:
         store = backend.reader()
         index, newest = loader.read_index(store)
         window, _ = index.window(query, limit)
-        ids = [e.receipt_id for e in window] + sorted(index.inputs)[:INBOX_LIMIT]
+        ids = [e.receipt_id for e in window] + index.first_inputs(INBOX_LIMIT)
         return FirstLoad(
             index=index,
             marks=Marks(newest, loader.read_marks(store).work),
@@ -134,6 +152,55 @@ class Feed:
         self.model = model
         self._side = load.side
         self.request_publish()
+        self._fill(load.index)
+
+    def _fill(self, index: ReceiptIndex) -> None:
+        """Complete the index with the table's fields, after the first paint.
+
+        From then on a filter keystroke is served from the index alone: no receipt read.
+        The index's objects are then moved out of the garbage collector's sight
+        (``gc.freeze``): they live as long as the app, and a full collection walking
+        100,000 entries paused a keystroke's repaint by half a second on a loaded machine.
+        """
+        backend = self._app().backend
+
+        def filled(extras: list[Extras]) -> None:
+            if self.model.index is not index:
+                return  # read everything again meanwhile: that index fills itself
+            index.fill(extras)
+            if len(index) >= FREEZE_AT:
+                gc.freeze()  # undone when the app ends (ChitApp.on_unmount)
+            self.request_publish()
+
+        self._app().submit(
+            lambda: loader.read_extras(backend.reader()),
+            description="Reading receipts",
+            done=filled,
+            group="fill",
+            exclusive=True,
+        )
+
+    def want(self, receipt_id: str) -> None:
+        """Read the full receipt of the highlighted row (its actions and keys need it).
+
+        Rows come from the index; only the one the person is on is read whole.
+        """
+        if receipt_id in self.model.receipts or receipt_id not in (self.model.index or ()):
+            return
+        backend = self._app().backend
+
+        def got(found: dict[str, Receipt]) -> None:
+            self.model.merge(found, {})
+            if found:
+                self._app().refresh_context()
+
+        self._app().submit(
+            lambda: loader.read_receipts(backend.reader(), [receipt_id]),
+            description="Reading receipts",
+            done=got,
+            group="want",
+            exclusive=True,
+        )
 
     # ------------------------------------------------------------------ events
     def forward_event(self, event: Any) -> None:
@@ -183,6 +250,9 @@ class Feed:
         """
         if not self.model.ready:
             return
+        if self._fault == "tick":
+            # Test-only (docs/tui.md): a bug outside any worker, as a real crash would be.
+            raise RuntimeError(f"{FAULT_ENV}=tick: a fault injected for a crash test")
         assert self.model.index is not None
         now = clock.now()
         moved = self.model.index.advance(now)
@@ -309,7 +379,8 @@ class Feed:
         """Nothing left to read or show (tests and benchmarks wait for this)."""
         app = self._app()
         busy = any(not w.is_finished for w in app.workers if w.group != "check")
-        return self.model.ready and not self.publish_pending and not busy and not self._events
+        idle = not self.publish_pending and self._typing is None and not self._events
+        return self.model.ready and idle and not busy
 
     def _fetch(self, need: Need) -> None:
         backend = self._app().backend
@@ -335,9 +406,29 @@ class Feed:
     # ------------------------------------------------------------------ the view
     def set_filter(self, text: str) -> None:
         """Apply a ``/`` filter from the first page (served from the index)."""
+        if self._typing is not None:
+            self._typing.stop()
+            self._typing = None
+        self._typed_at = time.monotonic()
         self.query_text = text
         self.pages = 1
         self.request_publish()
+
+    def type_filter(self, text: str) -> None:
+        """A keystroke in the filter box: debounced with a timer.
+
+        The first keystroke after a pause is applied at once (a single key repaints
+        without waiting); keys typed within :data:`DEBOUNCE_S` of the last applied one
+        wait until the typing pauses that long, and then only the last text is applied.
+        """
+        app = self._app()
+        if self._typing is not None:
+            self._typing.stop()
+            self._typing = None
+        if time.monotonic() - self._typed_at >= DEBOUNCE_S:
+            self.set_filter(text)
+            return
+        self._typing = app.set_timer(DEBOUNCE_S, lambda: self.set_filter(text))
 
     def more(self) -> None:
         """Show one more page of receipts."""

@@ -16,7 +16,7 @@ from chit import clock
 from chit.receipts import Receipt
 from chit.store import Store, WorkNote, WorkRecord
 from chit.store.db import fetch_all, fetch_one
-from chit.tui.index import Entry, ReceiptIndex
+from chit.tui.index import Entry, Extras, ReceiptIndex
 from chit.tui.view import Question
 
 OPEN_RECORDS = 20
@@ -53,7 +53,36 @@ def read_index(store: Store) -> tuple[ReceiptIndex, str | None]:
     """Every receipt's index entry, and the newest ``status_at`` among them."""
     rows = fetch_all(store.db, f"SELECT {_ENTRY_COLUMNS}, status_at FROM receipts")
     newest = max((row[11] for row in rows), default=None)
-    return ReceiptIndex(Entry.from_row(*row[:11]) for row in rows), newest
+    return ReceiptIndex(Entry.from_row(*row) for row in rows), newest
+
+
+_TERMINAL = "('completed', 'failed', 'cancelled')"
+
+EXTRAS_SQL = f"""
+SELECT * FROM (
+    SELECT receipt_id, version,
+        CASE WHEN state NOT IN {_TERMINAL} AND retrieval = 'fresh'
+            THEN json_extract(doc, '$.stale_after') END AS stale_after,
+        CASE WHEN purpose IS NULL OR purpose = '' OR state = 'failed'
+            THEN json_extract(doc, '$.status_message') END AS message,
+        CASE WHEN state = 'completed'
+            THEN json_extract(doc, '$.outcome.is_error') = 1
+                OR json_extract(doc, '$.outcome.error_code') IS NOT NULL END AS error,
+        CASE WHEN acceptance IN ('accepted', 'rejected')
+            THEN json_extract(doc, '$.acceptance.decided_by') END AS decided_by
+    FROM receipts
+) WHERE stale_after IS NOT NULL OR message IS NOT NULL OR error OR decided_by IS NOT NULL
+"""
+"""The table's fields that live only in a receipt's JSON, for the receipts that have them."""
+
+
+def read_extras(store: Store) -> list[Extras]:
+    """What :meth:`ReceiptIndex.fill` completes the index with (one pass, in a worker).
+
+    Read after the first paint, so the start does not wait for it: until it arrives a row
+    on screen is shown from its full receipt.
+    """
+    return [tuple(row) for row in fetch_all(store.db, EXTRAS_SQL)]
 
 
 def read_receipts(store: Store, ids: Iterable[str]) -> dict[str, Receipt]:

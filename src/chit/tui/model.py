@@ -20,7 +20,7 @@ from chit.store import WorkRecord
 from chit.tui.health import ServerHealth, words
 from chit.tui.index import Entry, ReceiptIndex
 from chit.tui.loader import Marks, RecordInfo
-from chit.tui.view import INBOX_LIMIT, NO_WORK, Group, Prompt, Query, Question, Snapshot
+from chit.tui.view import INBOX_LIMIT, NO_WORK, Group, Prompt, Query, Question, Row, Snapshot
 
 
 @dataclass(frozen=True)
@@ -97,31 +97,43 @@ class LiveModel:
 
     # ------------------------------------------------------------------ reading
     def build(self, query: Query, limit: int, now: datetime) -> tuple[Snapshot, Need]:
-        """The view of the first ``limit`` matching receipts at ``now``."""
+        """The view of the first ``limit`` matching receipts at ``now``.
+
+        Rows come from the index (no receipt read) once it is filled; before that, from
+        the full receipts, and those still missing are the :class:`Need`.
+        """
         if self.index is None:
             return Snapshot(now=now, query=query), Need()
-        window, more = self.index.window(query, limit)
-        inputs = sorted(self.index.inputs)[:INBOX_LIMIT]
-        unreachable = self.index.unreachable()
-        witnesses = {server: min(ids) for server, ids in unreachable.items()}
-        wanted = [e.receipt_id for e in window] + inputs + sorted(witnesses.values())
-        missing = frozenset(i for i in wanted if i not in self.receipts)
-        keys = list(dict.fromkeys(e.work_ref for e in window))
         index = self.index
+        window, more = index.window(query, limit)
+        rows: dict[str, Row] = {}
+        missing: set[str] = set()
+        for entry in window:
+            if index.known(entry):
+                rows[entry.receipt_id] = entry.to_row()
+            elif (receipt := self.receipts.get(entry.receipt_id)) is not None:
+                rows[entry.receipt_id] = Row.of(receipt)
+            else:
+                missing.add(entry.receipt_id)
+        inputs = index.first_inputs(INBOX_LIMIT)
+        unreachable = index.unreachable()
+        witnesses = {server: min(ids) for server, ids in unreachable.items()}
+        full = inputs + sorted(witnesses.values())
+        missing.update(i for i in full if i not in self.receipts)
+        keys = list(dict.fromkeys(e.work_ref for e in window))
         extra = (
             [r.id for r in self.open_records if not index.has_group(r.id)] if query.is_empty else []
         )
         missing_records = frozenset(
             k for k in [*keys, *extra] if k != NO_WORK and k not in self.records
         )
-        need = Need(missing, missing_records)
-        groups = self._groups(window, keys, extra)
-        self._trim(set(wanted))
+        need = Need(frozenset(missing), missing_records)
+        groups = self._groups(window, rows, keys, extra)
+        self._trim([*rows, *full])
         prompts = sorted(
             (Prompt(r, q) for i in inputs if (r := self.receipts.get(i)) for q in r.pending_inputs),
             key=lambda p: (p.request.received_at, p.receipt.receipt_id),
         )
-        counts = self.index.counts()
         health = tuple(
             ServerHealth(server, len(unreachable[server]), words(self._reason(witness)))
             for server, witness in sorted(witnesses.items())
@@ -130,8 +142,8 @@ class LiveModel:
             now=now,
             query=query,
             groups=groups,
-            counts=counts,
-            total=len(self.index),
+            counts=index.counts(),
+            total=len(index),
             prompts=tuple(prompts),
             questions=self.questions,
             more=more,
@@ -144,17 +156,19 @@ class LiveModel:
         receipt = self.receipts.get(receipt_id)
         return receipt.retrieval_error if receipt is not None else None
 
-    def _groups(self, window: list[Entry], keys: list[str], extra: list[str]) -> tuple[Group, ...]:
-        members: dict[str, list[Receipt]] = {k: [] for k in keys}
+    def _groups(
+        self, window: list[Entry], rows: dict[str, Row], keys: list[str], extra: list[str]
+    ) -> tuple[Group, ...]:
+        members: dict[str, list[Row]] = {k: [] for k in keys}
         for entry in window:
-            receipt = self.receipts.get(entry.receipt_id)
-            if receipt is not None:
-                members[entry.work_ref].append(receipt)
+            row = rows.get(entry.receipt_id)
+            if row is not None:
+                members[entry.work_ref].append(row)
         groups = [self._group(k, tuple(members[k])) for k in keys]
         groups += [self._group(k, ()) for k in extra]
-        return tuple(g for g in groups if g.receipts or g.record is not None)
+        return tuple(g for g in groups if g.rows or g.record is not None)
 
-    def _group(self, key: str, receipts: tuple[Receipt, ...]) -> Group:
+    def _group(self, key: str, receipts: tuple[Row, ...]) -> Group:
         info = self.records.get(key) if key != NO_WORK else None
         record = info.record if info is not None else None
         notes = info.notes if info is not None else ()

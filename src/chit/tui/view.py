@@ -15,19 +15,22 @@ from functools import cached_property
 from typing import Any
 
 from chit.receipts import (
+    AcceptanceState,
     InputRequest,
     LifecycleState,
     Observation,
     Receipt,
     RetrievalCondition,
-    freshness,
+    is_success,
 )
 from chit.receipts.decisions import Decision, next_safe_decision
 from chit.store import Store, WorkNote, WorkRecord
 from chit.tui.health import ServerHealth
 
-PAGE_SIZE = 100
-"""Rows read per page; the table asks for another page when the cursor reaches the end."""
+PAGE_SIZE = 60
+"""Rows per page (more than a tall terminal shows); the table asks for another page when
+the cursor reaches the end. Every row of the page is drawn into the table's cells on a
+filter keystroke, so the page is kept near a screenful."""
 
 INBOX_LIMIT = 200
 """The inbox reads at most this many input-required receipts."""
@@ -98,6 +101,92 @@ def parse_filter(text: str) -> Query:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One receipt as the table (and the toasts) show it: served from the index.
+
+    A row is made from the index's entry (a keystroke in the filter reads no receipt
+    JSON) or, until the index has every field, from a full receipt.
+    """
+
+    receipt_id: str
+    server: str
+    tool: str
+    purpose: str | None
+    status_message: str | None
+    state: LifecycleState
+    error: bool
+    """Completed with an error result (the state shows ``done!``)."""
+    verdict: str | None
+    """The verdict's kind (see :func:`verdict_of`); None while the task runs."""
+    status_at: datetime
+    retrieval: RetrievalCondition
+    stale_after: datetime | None
+    expires_at: datetime | None
+    version: int
+
+    @property
+    def is_terminal(self) -> bool:
+        """True once the server reported a terminal lifecycle state."""
+        return self.state.is_terminal
+
+    def condition(self, now: datetime) -> RetrievalCondition:
+        """:func:`chit.receipts.freshness` of the receipt this row shows."""
+        if (
+            self.retrieval is RetrievalCondition.FRESH
+            and not self.is_terminal
+            and self.stale_after is not None
+            and now >= self.stale_after
+        ):
+            return RetrievalCondition.STALE
+        return self.retrieval
+
+    @classmethod
+    def of(cls, r: Receipt) -> Row:
+        """The row of a full receipt.
+
+        Only what the row shows is kept (the index reads no more for its rows): the
+        status message where it stands for a missing purpose or says why a task failed,
+        the staleness deadline of a live task observed fresh.
+        """
+        shown = not r.purpose or r.state is LifecycleState.FAILED
+        live_fresh = not r.is_terminal and r.retrieval is RetrievalCondition.FRESH
+        return cls(
+            r.receipt_id,
+            r.server,
+            r.tool,
+            r.purpose,
+            r.status_message if shown else None,
+            r.state,
+            completed_with_error(r),
+            verdict_of(r.state, r.acceptance.state, r.acceptance.decided_by not in (None, "user")),
+            r.status_at,
+            r.retrieval,
+            r.stale_after if live_fresh else None,
+            r.expires_at,
+            r.version,
+        )
+
+
+def completed_with_error(r: Receipt) -> bool:
+    """Completed, its result retrieved, and that result is an error."""
+    completed = r.state is LifecycleState.COMPLETED and r.outcome is not None
+    return completed and not is_success(r)
+
+
+def verdict_of(state: LifecycleState, acceptance: AcceptanceState, by_check: bool) -> str | None:
+    """Which verdict a receipt shows (None while the task runs)."""
+    if not state.is_terminal:
+        return None
+    if acceptance is AcceptanceState.ACCEPTED:
+        return "checked_ok" if by_check else "accepted"
+    if acceptance is AcceptanceState.REJECTED:
+        return "checked_bad" if by_check else "rejected"
+    if acceptance is AcceptanceState.NOT_REQUIRED:
+        return "not_required"
+    return "to_judge"
+
+
 @dataclass(frozen=True)
 class Group:
     """Receipts of one work record (or of none), in attention order."""
@@ -105,7 +194,7 @@ class Group:
     key: str
     record: WorkRecord | None
     notes: tuple[WorkNote, ...]
-    receipts: tuple[Receipt, ...]
+    rows: tuple[Row, ...]
 
 
 @dataclass(frozen=True)
@@ -158,9 +247,9 @@ class Snapshot:
     health: tuple[ServerHealth, ...] = ()
 
     @cached_property
-    def receipts(self) -> tuple[Receipt, ...]:
-        """Every loaded receipt, in display order."""
-        return tuple(r for g in self.groups for r in g.receipts)
+    def rows(self) -> tuple[Row, ...]:
+        """Every receipt shown, in display order."""
+        return tuple(r for g in self.groups for r in g.rows)
 
     @property
     def waiting(self) -> int:
@@ -243,16 +332,16 @@ def countdown(now: datetime, at: datetime | None) -> str:
     return f"{seconds // 86400}d"
 
 
-def observed(receipt: Receipt, now: datetime) -> tuple[str, RetrievalCondition]:
+def observed(row: Row, now: datetime) -> tuple[str, RetrievalCondition]:
     """The freshness text of a receipt and the condition that colours it."""
-    condition = freshness(receipt, now)
-    text = f"observed {ago(now, receipt.status_at)}"
+    condition = row.condition(now)
+    text = f"observed {ago(now, row.status_at)}"
     if condition is not RetrievalCondition.FRESH:
         text = f"{condition.value}, {text}"
     return text, condition
 
 
-def near_expiry(receipt: Receipt, now: datetime) -> bool:
+def near_expiry(receipt: Receipt | Row, now: datetime) -> bool:
     """True for a live receipt whose ``expires_at`` falls within :data:`NEAR_EXPIRY`."""
     if receipt.is_terminal or receipt.expires_at is None:
         return False
@@ -282,7 +371,7 @@ def clock_marks(snapshot: Snapshot, *, coarse: bool = True) -> tuple[object, ...
         if group.record is not None:
             text = ago(now, group.record.updated_at)
             mark(text, text.endswith(" s ago"))
-        for r in group.receipts:
+        for r in group.rows:
             seen = observed(r, now)
             mark(seen, seen[0].endswith(" s ago"))
             if not r.is_terminal:

@@ -94,6 +94,7 @@ class MainScreen(ChitScreen[None]):
         self.query_one(StatusLine).show(snapshot, self.chit.backend.mode, self.chit.query_text)
         if self.focused is None and not empty:
             table.focus()
+        self._want()
         self._load_detail()
 
     # ---------------------------------------------------------------- selection
@@ -105,8 +106,15 @@ class MainScreen(ChitScreen[None]):
             return None
         return self.chit.model.receipts.get(key[2:])
 
+    def _want(self) -> None:
+        """The table's rows come from the index: read the highlighted receipt whole."""
+        key = self.query_one(ReceiptTable).cursor_key
+        if key is not None and key.startswith("r:"):
+            self.chit.want(key[2:])
+
     @on(DataTable.RowHighlighted)
     def _highlighted(self) -> None:
+        self._want()
         self.chit.refresh_bindings()
         self._load_detail()
 
@@ -128,8 +136,9 @@ class MainScreen(ChitScreen[None]):
         if key is None:
             return
         kind, ident = key[0], key[2:]
-        receipt = self.chit.model.receipts.get(ident) if kind == "r" else None
-        version = receipt.version if receipt is not None else 0
+        index = self.chit.model.index
+        entry = index.get(ident) if kind == "r" and index is not None else None
+        version = entry.version if entry is not None else 0
         now = clock.now()
         if self._detail_key == (key, version) and kind == "r":
             side.show(self._detail, now)
@@ -187,10 +196,12 @@ class MainScreen(ChitScreen[None]):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.chit.set_filter(event.value)
+        self.chit.type_filter(event.value)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
+        if event.value != self.chit.query_text:  # typed within the debounce
+            self.chit.set_filter(event.value)
         errors = self.chit.filter_query.errors
         if errors:
             self.notify("; ".join(errors), severity="warning", timeout=3)

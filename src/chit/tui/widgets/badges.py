@@ -14,7 +14,8 @@ from functools import lru_cache
 from rich.text import Text
 from textual.color import Color
 
-from chit.receipts import AcceptanceState, LifecycleState, Receipt, RetrievalCondition, is_success
+from chit.receipts import LifecycleState, RetrievalCondition
+from chit.tui.view import Row
 
 STATE_STYLE: dict[LifecycleState, tuple[str, str]] = {
     LifecycleState.WORKING: ("working", "$text-primary"),
@@ -102,49 +103,52 @@ def _legible(items: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return variables
 
 
+_PALETTES: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+_RESOLVED: dict[tuple[str, int], tuple[dict[str, str], str]] = {}
+
+
 def palette(variables: dict[str, str]) -> dict[str, str]:
-    """The theme's variables with every text colour made legible (cached per theme)."""
-    return _legible(tuple(sorted(variables.items())))
+    """The theme's variables with every text colour made legible (cached per theme).
+
+    Called for every row the table draws: the cache is looked up by the dict's identity
+    (a theme change makes a new dict) before its items are sorted into the key.
+    """
+    hit = _PALETTES.get(id(variables))
+    if hit is not None and hit[0] is variables:
+        return hit[1]
+    result = _legible(tuple(sorted(variables.items())))
+    if len(_PALETTES) >= 16:
+        _PALETTES.clear()
+    _PALETTES[id(variables)] = (variables, result)
+    return result
 
 
 def resolve(style: str, variables: dict[str, str]) -> str:
-    """``style`` with ``$name`` replaced by the theme's colour."""
+    """``style`` with ``$name`` replaced by the theme's colour (cached per style and theme)."""
+    hit = _RESOLVED.get((style, id(variables)))
+    if hit is not None and hit[0] is variables:
+        return hit[1]
+    resolved = style
     for name in sorted(variables, key=len, reverse=True):
-        if f"${name}" in style:
-            style = style.replace(f"${name}", variables[name])
-    return style
+        if f"${name}" in resolved:
+            resolved = resolved.replace(f"${name}", variables[name])
+    if len(_RESOLVED) >= 4096:
+        _RESOLVED.clear()
+    _RESOLVED[(style, id(variables))] = (variables, resolved)
+    return resolved
 
 
-def state_badge(receipt: Receipt, variables: dict[str, str]) -> Text:
+def state_badge(row: Row, variables: dict[str, str]) -> Text:
     """The state cell: a coloured word; ``done!`` marks a completed-with-error outcome."""
-    label, style = STATE_STYLE[receipt.state]
-    completed = receipt.state is LifecycleState.COMPLETED and receipt.outcome is not None
-    if completed and not is_success(receipt):
-        label, style = ERROR_RESULT
+    label, style = ERROR_RESULT if row.error else STATE_STYLE[row.state]
     return Text(label, style=resolve(style, variables))
 
 
-def verdict_kind(receipt: Receipt) -> str | None:
-    """Which verdict a receipt shows (None while the task runs)."""
-    if not receipt.is_terminal:
-        return None
-    a = receipt.acceptance
-    by_person = a.decided_by in (None, "user")
-    if a.state is AcceptanceState.ACCEPTED:
-        return "accepted" if by_person else "checked_ok"
-    if a.state is AcceptanceState.REJECTED:
-        return "rejected" if by_person else "checked_bad"
-    if a.state is AcceptanceState.NOT_REQUIRED:
-        return "not_required"
-    return "to_judge"
-
-
-def verdict_badge(receipt: Receipt, variables: dict[str, str]) -> Text:
+def verdict_badge(row: Row, variables: dict[str, str]) -> Text:
     """The verdict cell: empty while running, else what was decided (or that it waits)."""
-    kind = verdict_kind(receipt)
-    if kind is None:
+    if row.verdict is None:
         return Text("")
-    label, style = VERDICT_STYLE[kind]
+    label, style = VERDICT_STYLE[row.verdict]
     return Text(label, style=resolve(style, variables))
 
 

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from chit.receipts import CancelPosture, Observation, Receipt
 from chit.tui.safe import one_line, plain
-from chit.tui.view import Detail, RecordDetail, ago, countdown, observed
+from chit.tui.view import Detail, RecordDetail, Row, ago, countdown, observed
 from chit.tui.widgets.badges import CONDITION_STYLE, palette, state_badge, styled
 
 
@@ -125,9 +125,10 @@ def _host(r: Receipt, now: datetime) -> list[tuple[str, RenderableType]]:
 def render_receipt(d: Detail, variables: dict[str, str]) -> RenderableType:
     """Every element of a receipt, for the detail pane and screen."""
     r, now = d.receipt, d.now
-    head = Text.assemble(state_badge(r, variables), " ", (r.receipt_id, "bold"))
+    row = Row.of(r)
+    head = Text.assemble(state_badge(row, variables), " ", (r.receipt_id, "bold"))
     head.append("  " + one_line(f"{r.server}/{r.tool}"))
-    fresh, condition = observed(r, now)
+    fresh, condition = observed(row, now)
     parts: list[RenderableType] = [
         head,
         _kv(

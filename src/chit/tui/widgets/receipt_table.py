@@ -1,12 +1,15 @@
 """The receipts table: receipts grouped under their work records, in attention order.
 
-Rows are rebuilt only when the row keys changed; otherwise only the cells whose text
-changed are rewritten, and only those cells are drawn again (a clock tick that moves
-"12 s ago" recomputes the time columns alone and repaints the cells that changed). When
-rows do move, the highlighted receipt stays highlighted at
-the same height on screen: a person reading a row never sees it jump away. The columns
-fit the width by priority: the purpose keeps at least :data:`MIN_PURPOSE` characters,
-the id and the long freshness text go first on a narrow terminal.
+The table holds one page of rows (the snapshot's window; never all 100,000) in fixed
+slots: the ``DataTable``'s row keys are positions, and :attr:`ReceiptTable.keys` says
+which receipt or work record each slot shows. A new snapshot rewrites only the cells
+whose text changed, appends or removes rows only at the end, and never clears the
+table; only the changed cells are drawn again (a clock tick that moves "12 s ago"
+recomputes the time columns alone and repaints the cells that changed). When rows do
+move, the highlighted receipt stays highlighted at the same height on screen: a person
+reading a row never sees it jump away. The columns fit the width by priority: the
+purpose keeps at least :data:`MIN_PURPOSE` characters, the id and the long freshness
+text go first on a narrow terminal.
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from chit.receipts import Receipt
 from chit.tui.safe import one_line, plain_line
-from chit.tui.view import NO_WORK, Group, Snapshot, ago, countdown, near_expiry, observed
+from chit.tui.view import NO_WORK, Group, Row, Snapshot, ago, countdown, near_expiry, observed
 from chit.tui.widgets.badges import (
     CONDITION_STYLE,
     RECORD_STYLE,
@@ -34,6 +36,9 @@ from chit.tui.widgets.badges import (
     styled,
     verdict_badge,
 )
+
+WHOLE_TABLE = 60
+"""More changed cells than this are drawn by one redraw of the table, not cell by cell."""
 
 MIN_PURPOSE = 24
 """The purpose column never gets fewer characters than this while others can give way."""
@@ -128,7 +133,7 @@ class ReceiptTable(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._keys: list[str] = []
-        self._cells: dict[str, Cells] = {}
+        self._shown: list[Cells] = []
         self._columns: tuple[Column, ...] = ()
         self._purpose_width = 0
         self._snapshot: Snapshot | None = None
@@ -145,7 +150,7 @@ class ReceiptTable(DataTable[Text]):
         self._columns, self._purpose_width = columns, purpose
         current = self.cursor_key
         self.clear(columns=True)
-        self._keys, self._cells = [], {}
+        self._keys, self._shown = [], []
         for column in columns:
             self.add_column(column.label, width=column.width or purpose, key=column.key)
         if self._snapshot is not None:
@@ -188,7 +193,7 @@ class ReceiptTable(DataTable[Text]):
         narrow = any(c.key == "observed" and c.width < 10 for c in self._columns)
         return short_ago(text) if narrow else text
 
-    def _receipt_cells(self, snapshot: Snapshot, receipt: Receipt) -> dict[str, Text]:
+    def _receipt_cells(self, snapshot: Snapshot, receipt: Row) -> dict[str, Text]:
         v = palette(self.app.theme_variables)
         tool = plain_line(f"{receipt.server}/{receipt.tool}")
         purpose = plain_line(receipt.purpose or receipt.status_message or "")
@@ -202,7 +207,7 @@ class ReceiptTable(DataTable[Text]):
             **self._receipt_clock(snapshot, receipt),
         }
 
-    def _receipt_clock(self, snapshot: Snapshot, receipt: Receipt) -> dict[str, Text]:
+    def _receipt_clock(self, snapshot: Snapshot, receipt: Row) -> dict[str, Text]:
         """The receipt row's cells that move with the clock alone: freshness, expiry."""
         v = palette(self.app.theme_variables)
         text, condition = observed(receipt, snapshot.now)
@@ -224,7 +229,7 @@ class ReceiptTable(DataTable[Text]):
         rows: list[tuple[str, Cells]] = []
         for group in snapshot.groups:
             rows.append((group_key(group.key or NO_WORK), self._row(self._group_cells(group))))
-            for receipt in group.receipts:
+            for receipt in group.rows:
                 cells = self._row(self._receipt_cells(snapshot, receipt))
                 rows.append((receipt_key(receipt.receipt_id), cells))
         return rows
@@ -234,14 +239,15 @@ class ReceiptTable(DataTable[Text]):
         rows: list[tuple[str, Cells]] = []
         for group in snapshot.groups:
             key = group_key(group.key or NO_WORK)
-            rows.append((key, self._merge(key, self._group_clock(group))))
-            for receipt in group.receipts:
+            rows.append((key, self._merge(len(rows), self._group_clock(group))))
+            for receipt in group.rows:
                 key = receipt_key(receipt.receipt_id)
-                rows.append((key, self._merge(key, self._receipt_clock(snapshot, receipt))))
+                moved = self._receipt_clock(snapshot, receipt)
+                rows.append((key, self._merge(len(rows), moved)))
         return rows
 
-    def _merge(self, key: str, moved: dict[str, Text]) -> Cells:
-        shown = self._cells[key]
+    def _merge(self, slot: int, moved: dict[str, Text]) -> Cells:
+        shown = self._shown[slot]
         return tuple(moved.get(c.key, shown[i]) for i, c in enumerate(self._columns))
 
     def show(self, snapshot: Snapshot, keep: str | None = None) -> None:
@@ -255,24 +261,22 @@ class ReceiptTable(DataTable[Text]):
         ):
             # The same rows at a later time (a clock tick, chit.tui.feed): only the
             # freshness and expiry cells can differ.
-            self._update_cells(self._clock_rows(snapshot))
+            self._write(self._clock_rows(snapshot))
             return
         self._theme = self.app.theme
         rows = self._rows(snapshot)
         keys = [key for key, _ in rows]
         if keys == self._keys:
-            self._update_cells(rows)
+            self._write(rows)
             return
         current = keep or self.cursor_key
         offset = self.cursor_row - round(self.scroll_y)
-        # Rebuilding moves the cursor; that must not read as "reached the end" (which
+        # Rewriting moves the cursor; that must not read as "reached the end" (which
         # would page in more rows).
         self._rebuilding = True
         try:
-            self.clear()
-            for key, cells in rows:
-                self.add_row(*cells, key=key)
-            self._keys, self._cells = keys, dict(rows)
+            self._write(rows)
+            self._keys = keys
             if current in keys:
                 row = keys.index(current)
                 self.move_cursor(row=row, animate=False, scroll=False)
@@ -281,20 +285,35 @@ class ReceiptTable(DataTable[Text]):
                 self.call_after_refresh(self.scroll_to, y=target, animate=False)
             elif len(keys) > 1 and keys[0].startswith("w:"):
                 self.move_cursor(row=1, animate=False)
+            elif keys:
+                self.move_cursor(row=0, animate=False)
         finally:
             self._rebuilding = False
 
-    def _update_cells(self, rows: list[tuple[str, Cells]]) -> None:
+    def _write(self, rows: list[tuple[str, Cells]]) -> None:
+        """Put ``rows`` in the slots: changed cells rewritten, rows added or cut at the end."""
         columns = [c.key for c in self._columns]
+        shown = self._shown
+        if not rows:
+            self.clear()
+            shown.clear()
+            return
         changed: list[tuple[str, str, Text]] = []
-        for key, cells in rows:
-            before = self._cells.get(key)
-            if before is not None and _same(before, cells):
+        for slot, (_, cells) in enumerate(rows):
+            if slot == len(shown):
+                self.add_row(*cells, key=str(slot))
+                shown.append(cells)
+                continue
+            before = shown[slot]
+            if _same(before, cells):
                 continue
             for i, (column, value) in enumerate(zip(columns, cells, strict=True)):
-                if before is None or not _same((before[i],), (value,)):
-                    changed.append((key, column, value))
-            self._cells[key] = cells
+                if not _same((before[i],), (value,)):
+                    changed.append((str(slot), column, value))
+            shown[slot] = cells
+        while len(shown) > len(rows):
+            shown.pop()
+            self.remove_row(str(len(shown)))
         if changed:
             self._set_cells(changed)
 
@@ -306,8 +325,9 @@ class ReceiptTable(DataTable[Text]):
         again through Rich. With a column of "12 s ago" moving every second that was
         most of an open TUI's CPU (``benchmarks/daemon.py --only tui``). Here only the
         changed cells' cached renders (and their rows') are dropped and only their
-        regions refreshed. It reaches into DataTable's caches (Textual 8); on a Textual
-        without them it falls back to ``update_cell``, and
+        regions refreshed. When most of a screen changed (a filter keystroke) the whole
+        table is drawn again once instead. It reaches into DataTable's caches
+        (Textual 8); on a Textual without them it falls back to ``update_cell``, and
         ``tests/tui/test_tui_calm.py`` checks that the screen shows the new text.
         """
         try:
@@ -318,10 +338,14 @@ class ReceiptTable(DataTable[Text]):
             for key, column, value in changed:
                 self.update_cell(key, column, value)
             return
-        cells = {(RowKey(key), ColumnKey(column)) for key, column, _ in changed}
-        rows = {row for row, _ in cells}
         for key, column, value in changed:
             data[RowKey(key)][ColumnKey(column)] = value
+        if len(changed) > WHOLE_TABLE:
+            self._update_count += 1  # every cache key changes: one full redraw
+            self.refresh()
+            return
+        cells = {(RowKey(key), ColumnKey(column)) for key, column, _ in changed}
+        rows = {row for row, _ in cells}
         cell_cache, row_cache = caches
         _drop(cell_cache, lambda k: (k[0], k[1]) in cells)
         _drop(row_cache, lambda k: k[0] in rows)
@@ -332,6 +356,15 @@ class ReceiptTable(DataTable[Text]):
             self.refresh_coordinate(
                 Coordinate(self.get_row_index(key), self.get_column_index(column))
             )
+
+    @property
+    def keys(self) -> list[str]:
+        """What each row shows, top to bottom: ``r:<receipt id>`` or ``w:<work record>``."""
+        return list(self._keys)
+
+    def cell(self, key: str, column: str) -> Text:
+        """The cell of ``column`` in the row that shows ``key``."""
+        return self.get_cell(str(self._keys.index(key)), column)
 
     @property
     def cursor_key(self) -> str | None:
