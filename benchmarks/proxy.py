@@ -5,8 +5,10 @@ One process holds two ``mcp`` SDK client sessions at once, each over stdio: one 
 daemon, whose session reaches the same server over stdio). Measured side by side,
 interleaved, in one run:
 
-* latency of a no-op ``tools/call`` (``greet``, a plain call: passed on by the proxy):
-  p50 and p99 of each, and what the proxy adds (goal: at most 2 ms at p50);
+* latency of a no-op ``tools/call`` (``greet``, a plain call of a 2026 host: passed on by
+  the proxy on its fast path, ``chit.proxy.fast``; ``--no-fast`` sends it through the
+  SDK's server path instead): p50 and p99 of each, and what the proxy adds (goal: at
+  most 2 ms at p50);
 * throughput with ``--concurrency`` callers per session, in alternating slices
   (calls per second, and proxy / direct; goal: at least 0.7);
 * a task create through the proxy (a 2025 host's ``slow_compute`` with ``params.task``):
@@ -15,7 +17,7 @@ interleaved, in one run:
   p50/p99 are "task create → receipt committed"; the direct create beside it.
 
 Usage: ``python benchmarks/proxy.py [--calls 2000] [--concurrency 8] [--slices 10]
-[--creates 200]``. Prints the load average beside the figures: on a busy machine the
+[--creates 200] [--no-fast]``. Prints the load average beside the figures: on a busy machine the
 ratios, not the absolute numbers, are what to read.
 """
 
@@ -48,9 +50,21 @@ def _cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def _pids(home: Path) -> dict[str, int]:
-    """The daemon and the proxy of this run (by their command lines)."""
+    """The daemon, the proxy and both demo servers of this run (by their command lines).
+
+    ``server`` is the one this process talks to directly, ``server_via_daemon`` the
+    daemon's own stdio child (the same command).
+    """
     found: dict[str, int] = {}
+    servers: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,6 +79,13 @@ def _pids(home: Path) -> dict[str, int]:
             found["proxy"] = int(entry.name)
         elif b"daemon" in argv and b"--spawned" in argv:
             found["daemon"] = int(entry.name)
+        elif b"demo-server" in argv:
+            servers.append(int(entry.name))
+    for pid in servers:
+        if _ppid(pid) == os.getpid():
+            found["server"] = pid
+        elif _ppid(pid) == found.get("daemon"):
+            found["server_via_daemon"] = pid
     return found
 
 
@@ -82,6 +103,8 @@ def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHIT_")}
     env.update({"CHIT_HOME": str(home), "CHIT_KEY_STORE": "file"})
     env["CHIT_PROXY_LOG_LEVEL"] = "WARNING"
+    if "CHIT_PROXY_FAST" in os.environ:
+        env["CHIT_PROXY_FAST"] = os.environ["CHIT_PROXY_FAST"]
     return env
 
 
@@ -98,7 +121,7 @@ async def _latency(direct: Client, proxied: Client, calls: int) -> tuple[list[fl
     return near, far
 
 
-async def _throughput(client: Client, concurrency: int, seconds: float) -> float:
+async def _throughput(client: Client, concurrency: int, seconds: float) -> tuple[float, int]:
     done = 0
     deadline = time.perf_counter() + seconds
 
@@ -112,7 +135,7 @@ async def _throughput(client: Client, concurrency: int, seconds: float) -> float
     async with anyio.create_task_group() as tg:
         for _ in range(concurrency):
             tg.start_soon(caller)
-    return done / (time.perf_counter() - began)
+    return done / (time.perf_counter() - began), done
 
 
 async def _creates(spec: StdioServer, creates: int, label: str) -> list[float]:
@@ -147,17 +170,30 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
                 await client.call_tool("greet", {"name": "x"})
         pids = _pids(home)
         before = {name: _cpu_ms(pid) for name, pid in pids.items()}
+        host_before = time.process_time()
         near, far = await _latency(direct, proxied, args.calls)
         out["cpu_per_call"] = {
             name: (_cpu_ms(pid) - before[name]) / args.calls for name, pid in pids.items()
         }
+        out["cpu_per_call"]["host"] = (time.process_time() - host_before) * 1000 / args.calls
         out["direct_p50"], out["direct_p99"] = _pct(near, 0.5), _pct(near, 0.99)
         out["proxy_p50"], out["proxy_p99"] = _pct(far, 0.5), _pct(far, 0.99)
         rates: dict[str, list[float]] = {"direct": [], "proxy": []}
         pairs: list[tuple[str, Client]] = [("direct", direct), ("proxy", proxied)]
+        # CPU of every process on each path while its slices run, per call done.
+        paths = {"direct": ("server",), "proxy": ("server_via_daemon", "proxy", "daemon")}
+        spent = {"direct": 0.0, "proxy": 0.0}
+        calls = {"direct": 0, "proxy": 0}
         for i in range(args.slices):
             for name, client in pairs if i % 2 == 0 else list(reversed(pairs)):
-                rates[name].append(await _throughput(client, args.concurrency, args.slice_s))
+                cpu0 = {n: _cpu_ms(pids[n]) for n in paths[name] if n in pids}
+                host0 = time.process_time()
+                rate, done = await _throughput(client, args.concurrency, args.slice_s)
+                spent[name] += (time.process_time() - host0) * 1000
+                spent[name] += sum(_cpu_ms(pids[n]) - cpu0[n] for n in cpu0)
+                calls[name] += done
+                rates[name].append(rate)
+        out["slice_cpu"] = {name: spent[name] / max(1, calls[name]) for name in spent}
         out["direct_rate"] = statistics.median(rates["direct"])
         out["proxy_rate"] = statistics.median(rates["proxy"])
         out["slice_ratios"] = [p / d for p, d in zip(rates["proxy"], rates["direct"], strict=True)]
@@ -183,7 +219,10 @@ def main() -> None:
     parser.add_argument("--slices", type=int, default=10)
     parser.add_argument("--slice-s", type=float, default=2.0)
     parser.add_argument("--creates", type=int, default=200)
+    parser.add_argument("--no-fast", action="store_true", help="CHIT_PROXY_FAST=0")
     args = parser.parse_args()
+    if args.no_fast:
+        os.environ["CHIT_PROXY_FAST"] = "0"  # _env passes it on to the proxy
     with tempfile.TemporaryDirectory(prefix="chit-bench-proxy-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir(mode=0o700)
@@ -205,8 +244,10 @@ def main() -> None:
     added50 = out["proxy_p50"] - out["direct_p50"]
     added99 = out["proxy_p99"] - out["direct_p99"]
     print(f"  added   p50 {added50:.2f} ms (goal <= 2 ms)  p99 {added99:.2f} ms")
-    cpu = ", ".join(f"{name} {ms:.2f} ms" for name, ms in sorted(out["cpu_per_call"].items()))
-    print(f"  CPU per proxied call: {cpu}")
+    per = out["cpu_per_call"]
+    print(f"  CPU per proxied call: daemon {per['daemon']:.2f} ms, proxy {per['proxy']:.2f} ms")
+    cpu = ", ".join(f"{name} {ms:.2f} ms" for name, ms in sorted(per.items()))
+    print(f"  CPU per call of each process ('host': this process, both calls): {cpu}")
     ratio = out["proxy_rate"] / out["direct_rate"]
     print(
         f"throughput ({args.concurrency} callers, {args.slices} alternating slices of "
@@ -214,6 +255,12 @@ def main() -> None:
         f" ratio {ratio:.2f} (goal >= 0.7; per slice "
         + ", ".join(f"{r:.2f}" for r in out["slice_ratios"])
         + ")"
+    )
+    busy = out["slice_cpu"]
+    print(
+        f"  CPU per call during the slices (all processes of the path): direct "
+        f"{busy['direct']:.2f} ms, proxy {busy['proxy']:.2f} ms: ratio predicted by CPU "
+        f"{busy['direct'] / busy['proxy']:.2f} (what the ratio tends to when CPU bounds it)"
     )
     print(
         f"task create -> receipt committed ({args.creates} creates): proxy p50 "
