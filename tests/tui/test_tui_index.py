@@ -145,3 +145,21 @@ def test_both_text_paths_match_the_plain_walk_through_changes(
             old = index.get(changed.receipt_id)
             changed.version = (old.version + 1) if old is not None else 1
             index.put(changed)
+
+
+@pytest.mark.parametrize("joined_first", [False, True], ids=["adopted", "joined-meanwhile"])
+def test_the_text_joined_in_a_worker_serves_the_same_hits(joined_first: bool) -> None:
+    rng = random.Random(5)
+    index = ReceiptIndex([_entry(n, rng) for n in range(300)], now=NOW)
+    count, text = index.prejoin_text()  # what the fill worker makes
+    if joined_first:  # a text query on the UI thread before the worker's result came
+        index.window(parse_filter("zzz"), 10)
+    for n in (3, 301):  # changes meanwhile: a new text for one, a new receipt
+        changed = _entry(n, rng)
+        old = index.get(changed.receipt_id)
+        changed.version = (old.version + 1) if old is not None else 1
+        index.put(changed)
+    index.adopt_text(count, text)
+    for query_text in QUERIES:
+        query = parse_filter(query_text)
+        assert index.window(query, 1000)[0] == list(index.ordered(query)), query_text

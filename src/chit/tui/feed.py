@@ -164,16 +164,21 @@ class Feed:
         """
         backend = self._app().backend
 
-        def filled(extras: list[Extras]) -> None:
+        def read() -> tuple[list[Extras], tuple[int, str]]:
+            return loader.read_extras(backend.reader()), index.prejoin_text()
+
+        def filled(found: tuple[list[Extras], tuple[int, str]]) -> None:
             if self.model.index is not index:
                 return  # read everything again meanwhile: that index fills itself
+            extras, joined = found
             index.fill(extras)
+            index.adopt_text(*joined)
             if len(index) >= FREEZE_AT:
                 gc.freeze()  # undone when the app ends (ChitApp.on_unmount)
             self.request_publish()
 
         self._app().submit(
-            lambda: loader.read_extras(backend.reader()),
+            read,
             description="Reading receipts",
             done=filled,
             group="fill",

@@ -223,6 +223,20 @@ class _Text:
         self._pending.append(hay)
         self._end += len(hay) + 1
 
+    def prejoin(self) -> tuple[int, str]:
+        """The joined text of the texts queued so far, made in a worker (changes nothing).
+
+        The UI thread only appends to the queue, so a copy of it is a prefix of it.
+        """
+        pending = self._pending[:]
+        return len(pending), "\0".join(pending) + "\0" if pending else ""
+
+    def adopt(self, count: int, text: str) -> None:
+        """Take a :meth:`prejoin` made while nothing was joined yet (else it is stale)."""
+        if not self.text and 0 < count <= len(self._pending):
+            self.text = text
+            del self._pending[:count]
+
     def joined(self) -> str:
         if self._pending:
             self.text += "\0".join(self._pending) + "\0"
@@ -308,6 +322,18 @@ class ReceiptIndex:
             entry.error = bool(error)
             entry.by_check = decided_by not in (None, "user")
         self._filled = True
+
+    def prejoin_text(self) -> tuple[int, str]:
+        """For a worker: the free-text search's joined text, made off the UI thread.
+
+        Joining 100,000 entries' text takes ~90 ms: made here, the first text query
+        after the start does not pay it (:meth:`adopt_text` takes it on the UI thread).
+        """
+        return self._text.prejoin()
+
+    def adopt_text(self, count: int, text: str) -> None:
+        """Take what :meth:`prejoin_text` made (ignored if the text was joined meanwhile)."""
+        self._text.adopt(count, text)
 
     def known(self, entry: Entry) -> bool:
         """True when ``entry`` has every field the table shows."""
