@@ -165,6 +165,10 @@ class ServersScreen(ChitScreen[None]):
             )
         else:
             probe.update(Text("Press p (or Enter) to connect and list tools.", style="italic"))
+        # The status read may have answered first: show the highlighted server's now, and
+        # let the footer re-check its keys (they depend on a selected server), whichever
+        # of the two workers ends last.
+        self._highlighted()
 
     def read_status(self) -> None:
         """Ask the engine for every server's session and the proxy hosts on it."""
