@@ -113,6 +113,21 @@ def daemon_pid(home: Path) -> int | None:
     return lock_pid(paths.lock)
 
 
+def wait_serving(home: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Wait until ``proc`` (a foreground ``chit daemon``) holds ``home``'s lock and listens.
+
+    A command started before that would rightly start a daemon of its own on demand, and
+    the foreground one would then find the home taken: wait for the event, not a time.
+    """
+    paths = DaemonPaths(Home(home))
+    deadline = time.monotonic() + timeout
+    while not (daemon_pid(home) == proc.pid and paths.socket.exists()):
+        code = proc.poll()
+        assert code is None, f"chit daemon exited {code} before it served"
+        assert time.monotonic() < deadline, "chit daemon never held the lock and listened"
+        time.sleep(0.05)
+
+
 def stop_daemon(home: Path) -> list[str]:
     """Stop ``home``'s daemon (SIGTERM, then SIGKILL) and its servers; return leftovers.
 

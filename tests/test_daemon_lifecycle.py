@@ -35,6 +35,7 @@ from tests.daemon_support import (
     demo_daemon_home,
     stray_daemons,
     wait_gone,
+    wait_serving,
 )
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -161,6 +162,7 @@ def test_foreground_daemon_stops_on_sigterm(home: Path) -> None:
         text=True,
     )
     try:
+        wait_serving(home, proc)
         assert chit("call", "demo", "slow_compute", "--arg", "seconds=30", env=env).code == 0
         assert daemon_pid(home) == proc.pid  # the command used it: no second daemon
         servers = children(proc.pid)
