@@ -25,7 +25,7 @@ from textual.widgets import Checkbox, Input, Select
 from chit import clock
 from chit.engine.local import LocalEngine
 from chit.home import Home
-from chit.receipts import LifecycleState, Receipt
+from chit.receipts import LifecycleState
 from chit.tasks.client import HttpServer, ServerSpec, StdioServer
 from chit.tasks.server.store import TaskStore
 from chit.tui.app import ChitApp
@@ -36,7 +36,7 @@ from chit.tui.launch import build_app
 from chit.tui.screens.answer import AnswerScreen
 from chit.tui.screens.inbox import InboxScreen
 from chit.tui.screens.new_call import NewCallScreen
-from chit.tui.view import Snapshot
+from chit.tui.view import Row, Snapshot
 from tests.daemon_support import alive, chit, daemon_env, daemon_home, daemon_pid
 from tests.engine_support import write_config
 from tests.interop_support import free_port, http_server
@@ -90,8 +90,14 @@ async def _confirm_in_inbox(pilot: Pilot[None], app: ChitApp) -> None:
     await pilot.press("ctrl+s")
 
 
-def _receipt(app: ChitApp, tool: str) -> Receipt:
+def _receipt(app: ChitApp, tool: str) -> Row:
     return next(r for r in app.snapshot.rows if r.tool == tool)
+
+
+def _outcome(app: ChitApp, tool: str) -> object:
+    """The stored outcome of ``tool``'s receipt (a table row carries no outcome)."""
+    with app.backend.store() as store:
+        return store.receipts.require(_receipt(app, tool).receipt_id).outcome
 
 
 async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: Path) -> None:
@@ -199,7 +205,7 @@ async def test_pending_prompt_survives_the_restart_and_is_answered_after(
             lambda s: _receipt(again, "confirm_delete").state is LifecycleState.COMPLETED,
             "completed",
         )
-        outcome = _receipt(again, "confirm_delete").outcome
+        outcome = _outcome(again, "confirm_delete")
         assert outcome is not None and "Deleted old.txt" in str(outcome)
         assert again.snapshot.prompts == ()
         await pilot.press("q")
@@ -306,7 +312,7 @@ async def test_a_stdio_prompt_outlives_the_tui_and_is_answered_after(daemon: Pat
             lambda s: _receipt(again, "confirm_delete").state is LifecycleState.COMPLETED,
             "completed",
         )
-        outcome = _receipt(again, "confirm_delete").outcome
+        outcome = _outcome(again, "confirm_delete")
         assert outcome is not None and "Deleted old.txt" in str(outcome)
         await settle(pilot)
         assert again.snapshot.prompts == ()
