@@ -184,7 +184,12 @@ class ServersScreen(ChitScreen[None]):
         self.statuses = statuses
         table = self.query_one("#servers", DataTable)
         for spec in self.specs:
-            table.update_cell(spec.name, "session", session_cell(statuses.get(spec.name)))
+            # update_width: when the list's read ended first, the column was sized for
+            # an unknown session; it must grow to "connected · 1 host" as it would have
+            # had the status come first (a snapshot differed by that order once).
+            table.update_cell(
+                spec.name, "session", session_cell(statuses.get(spec.name)), update_width=True
+            )
         self._highlighted()
 
     def selected_server(self) -> str | None:
