@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from chit.receipts.models import Receipt
 from chit.receipts.states import AcceptanceState, LifecycleState, RetrievalCondition
@@ -53,7 +54,18 @@ def is_done(receipt: Receipt) -> bool:
     return receipt.acceptance.state is AcceptanceState.NOT_REQUIRED and is_success(receipt)
 
 
-def freshness(receipt: Receipt, now: datetime) -> RetrievalCondition:
+class _Observed(Protocol):
+    """What freshness needs: a receipt, or the TUI's row made from the index."""
+
+    @property
+    def retrieval(self) -> RetrievalCondition: ...
+    @property
+    def is_terminal(self) -> bool: ...
+    @property
+    def stale_after(self) -> datetime | None: ...
+
+
+def freshness(receipt: _Observed, now: datetime) -> RetrievalCondition:
     """Return the retrieval condition as of ``now``.
 
     A ``fresh`` condition on a live task becomes ``stale`` once ``now`` passes

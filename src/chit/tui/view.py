@@ -21,6 +21,7 @@ from chit.receipts import (
     Observation,
     Receipt,
     RetrievalCondition,
+    freshness,
     is_success,
 )
 from chit.receipts.decisions import Decision, next_safe_decision
@@ -132,14 +133,7 @@ class Row:
 
     def condition(self, now: datetime) -> RetrievalCondition:
         """:func:`chit.receipts.freshness` of the receipt this row shows."""
-        if (
-            self.retrieval is RetrievalCondition.FRESH
-            and not self.is_terminal
-            and self.stale_after is not None
-            and now >= self.stale_after
-        ):
-            return RetrievalCondition.STALE
-        return self.retrieval
+        return freshness(self, now)
 
     @classmethod
     def of(cls, r: Receipt) -> Row:
