@@ -9,9 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
+from chit.errors import ChitError, ExitCode
 from chit.home import Home
 from chit.runtime import Supervisor
-from chit.runtime.sidecar_host import executor_wanted
+from chit.runtime.sidecar_host import executor_wanted, failure_answer
 from chit.sidecar.executor import Executor
 from chit.sidecar.owner import VaultOwnerResolver
 from chit.store import Store
@@ -163,3 +164,25 @@ def _burst(home: Home, burst: int) -> list[str]:
             sc.enqueue("local", item, "complete", {"summary": "ok"})
             out.append(item)
     return out
+
+
+@pytest.mark.parametrize(
+    ("code", "failure_class"),
+    [
+        (ExitCode.KEY_STORE, "transient"),
+        (ExitCode.STORE, "transient"),
+        (ExitCode.UNREACHABLE, "transient"),
+        (ExitCode.USAGE, "permanent"),
+        (ExitCode.NOT_FOUND, "permanent"),
+        (ExitCode.PROTOCOL, "permanent"),
+    ],
+)
+def test_a_call_chit_could_not_make_says_whether_a_retry_can_help(
+    code: ExitCode, failure_class: str
+) -> None:
+    """Both gateways (in process and through the daemon) answer a ChitError this way."""
+    answer = failure_answer(ChitError("server 'files' is not reachable", exit_code=code))
+    assert answer["receipt_id"] is None
+    assert answer["state"] == "failed"
+    assert answer["failure_class"] == failure_class
+    assert answer["reason"] == "server 'files' is not reachable"

@@ -18,7 +18,7 @@ from chit.engine import Engine
 from chit.engine.remote import RemoteEngine
 from chit.errors import ChitError, NotFound
 from chit.home import Home
-from chit.runtime.sidecar_host import receipt_origin, receipt_view
+from chit.runtime.sidecar_host import failure_answer, receipt_origin, receipt_view
 
 
 class EngineGateway:
@@ -37,13 +37,7 @@ class EngineGateway:
         except NotFound:
             return None
         except ChitError as exc:
-            transient = int(exc.exit_code) in (4, 5, 6)  # key store, store, unreachable
-            return {
-                "receipt_id": None,
-                "state": "failed",
-                "failure_class": "transient" if transient else "permanent",
-                "reason": exc.message,
-            }
+            return failure_answer(exc)
 
     async def start_call(
         self,

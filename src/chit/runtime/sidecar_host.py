@@ -31,6 +31,8 @@ from chit.sidecar.sql import sidecar_target
 from chit.vault import Vault
 
 if TYPE_CHECKING:
+    from chit.errors import ChitError
+
     # The Supervisor imports this module; the gateway opens it lazily.
     from chit.runtime.supervisor import Supervisor
 
@@ -162,13 +164,7 @@ class SupervisorGateway:
         except NotFound:
             return None
         except ChitError as exc:
-            transient = int(exc.exit_code) in (4, 5, 6)  # key store, store, unreachable
-            return {
-                "receipt_id": None,
-                "state": "failed",
-                "failure_class": "transient" if transient else "permanent",
-                "reason": exc.message,
-            }
+            return failure_answer(exc)
 
     async def start_call(
         self,
@@ -247,6 +243,21 @@ class SupervisorGateway:
 def receipt_origin(receipt: Receipt) -> dict[str, Any]:
     """``ReceiptGateway.origin``: started through chit proxy?, and its work item."""
     return {"proxied": receipt.host is not None, "work_ref": receipt.work_ref}
+
+
+def failure_answer(exc: ChitError) -> dict[str, Any]:
+    """A call chit could not make, in the sidecar's answer shape.
+
+    Exit codes 4, 5 and 6 (key store, store, server unreachable) are conditions a retry can
+    outlive, so the agent is told ``transient``; anything else will fail the same way again.
+    """
+    transient = int(exc.exit_code) in (4, 5, 6)
+    return {
+        "receipt_id": None,
+        "state": "failed",
+        "failure_class": "transient" if transient else "permanent",
+        "reason": exc.message,
+    }
 
 
 def receipt_view(receipt: Receipt) -> dict[str, Any]:
