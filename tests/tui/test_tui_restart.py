@@ -90,6 +90,25 @@ async def _confirm_in_inbox(pilot: Pilot[None], app: ChitApp) -> None:
     await pilot.press("ctrl+s")
 
 
+async def _new_slow_compute(
+    pilot: Pilot[None], app: ChitApp, *, seconds: str, purpose: str
+) -> None:
+    """Start ``slow_compute`` on the demo server through the new-call form (``n``)."""
+    await pilot.press("n")
+    await settle(pilot)
+    screen = app.screen
+    assert isinstance(screen, NewCallScreen)
+    screen.query_one("#server", Select).value = "demo"
+    with anyio.fail_after(60):  # the probe (or the daemon) spawns the real server
+        while screen.probe_result is None:
+            await settle(pilot)
+    screen.query_one("#tool", Select).value = "slow_compute"
+    await settle(pilot)
+    screen.query_one("#field-0", Input).value = seconds
+    screen.query_one("#purpose", Input).value = purpose
+    await pilot.press("ctrl+s")
+
+
 def _receipt(app: ChitApp, tool: str) -> Row:
     return next(r for r in app.snapshot.rows if r.tool == tool)
 
@@ -117,19 +136,7 @@ async def test_reopened_app_reconciles_a_task_started_before_the_restart(home: P
     first = ChitApp(Backend(demo, Mode(), host), TuiSettings(bell=False), tick=None)
     async with first.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        screen = first.screen
-        assert isinstance(screen, NewCallScreen)
-        screen.query_one("#server", Select).value = "demo"
-        with anyio.fail_after(30):  # the probe spawns the real server
-            while screen.probe_result is None:
-                await settle(pilot)
-        screen.query_one("#tool", Select).value = "slow_compute"
-        await settle(pilot)
-        screen.query_one("#field-0", Input).value = "0.3"  # seconds
-        screen.query_one("#purpose", Input).value = "survive a restart"
-        await pilot.press("ctrl+s")
+        await _new_slow_compute(pilot, first, seconds="0.3", purpose="survive a restart")
         await _until(pilot, first, lambda s: s.total == 1, "the receipt")
         started = _receipt(first, "slow_compute")
         with anyio.fail_after(30):  # the server, not chit, finishes the work
@@ -249,19 +256,7 @@ async def test_a_stdio_task_outlives_the_tui_through_the_daemon(daemon: Path) ->
     assert first.backend.engine_events and not first.readonly
     async with first.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        screen = first.screen
-        assert isinstance(screen, NewCallScreen)
-        screen.query_one("#server", Select).value = "demo"
-        with anyio.fail_after(60):  # the daemon spawns the real server
-            while screen.probe_result is None:
-                await settle(pilot)
-        screen.query_one("#tool", Select).value = "slow_compute"
-        await settle(pilot)
-        screen.query_one("#field-0", Input).value = "3"  # seconds
-        screen.query_one("#purpose", Input).value = "outlive the TUI"
-        await pilot.press("ctrl+s")
+        await _new_slow_compute(pilot, first, seconds="3", purpose="outlive the TUI")
         await _by_events(first, lambda s: s.total == 1, "the receipt")
         started = _receipt(first, "slow_compute")
         status = await anyio.to_thread.run_sync(first.backend.server_status)
