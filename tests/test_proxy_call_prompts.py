@@ -11,6 +11,8 @@ or cancels it (``chit cancel``); or the host gives up first.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitRequestParams, ElicitResult
 
-from tests.daemon_support import chit, daemon_env
+from tests.daemon_support import children, chit, daemon_env, daemon_pid, wait_gone
 from tests.proxy_support import PYTHON, everything_args, proxy_home, show, wait_receipt
 
 pytestmark = pytest.mark.timeout(240)
@@ -183,3 +185,49 @@ def test_prompts_chit_or_both_put_the_question_in_the_inbox(tmp_path: Path, sett
         assert seen["ran"].code == 0, seen["ran"].err
         assert asked.is_set() is (setting == "both")
         assert show(home, seen["rid"])["state"] == "completed"
+
+
+def test_a_question_left_by_a_killed_daemon_ends_when_the_next_daemon_starts(
+    tmp_path: Path,
+) -> None:
+    """The question died with its daemon: the next daemon says so, in words, at once."""
+    with proxy_home(tmp_path, everything=everything_args()) as home:
+        env = daemon_env(home)
+        seen: dict[str, Any] = {}
+
+        def person() -> None:
+            seen["rid"] = _waiting(home)["receipt_id"]
+            pid = daemon_pid(home)
+            assert pid is not None
+            tree = children(pid)
+            os.kill(pid, signal.SIGKILL)
+            seen["left"] = wait_gone([pid, *tree], 30)
+
+        async def host() -> BaseException | None:
+            try:
+                async with (
+                    Client(_params(home), mode="legacy", read_timeout_seconds=120) as client,
+                    anyio.create_task_group() as tg,
+                ):
+                    tg.start_soon(anyio.to_thread.run_sync, person)
+                    await client.call_tool(TOOL, {})
+            except BaseException as exc:  # the proxy ended with its daemon
+                return exc
+            return None
+
+        failed = anyio.run(host)
+        assert failed is not None, "the host's call returned although its daemon was killed"
+        assert seen.get("left") == [], seen
+        rid = seen["rid"]
+        assert show(home, rid)["state"] == "input_required"  # nobody has looked yet
+        started = chit("daemon", "start", env=env)
+        assert started.code == 0, started.err
+        detail = show(home, rid)  # ended before the daemon served its first request
+        assert detail["state"] == "failed", detail
+        assert [q["answer_status"] for q in detail["input_requests"]] == ["lost"]
+        assert "can no longer be answered" in detail["status_message"], detail
+        assert "check the server" in detail["status_message"], detail
+        assert detail["host"]["left_at"], detail
+        late = chit("answer", rid, "--json", '{"name": "Ada"}', env=env)
+        assert late.code == 8 and len(late.err.strip().splitlines()) == 1, late
+        assert "failed" in late.err and "Traceback" not in late.err, late

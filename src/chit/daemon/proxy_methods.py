@@ -22,6 +22,7 @@ from chit.engine.local import LocalEngine
 from chit.errors import ChitError
 from chit.proxy import protocol
 from chit.proxy.backend import EngineSide
+from chit.proxy.lost import end_orphans
 from chit.proxy.models import (
     AttachParams,
     ForwardParams,
@@ -166,5 +167,7 @@ class ProxyMethods:
 def install(server: ControlServer, engine: LocalEngine) -> ProxyMethods:
     """Serve ``proxy.*`` on ``server`` (the method table is ``chit.proxy.protocol``)."""
     methods = ProxyMethods(engine)
+    # The questions an earlier daemon held died with it: say so on their receipts.
+    end_orphans(engine.supervisor)
     server.extend(methods.handlers())
     return methods

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("chit.proxy")
 
 NOT_TASK = "the tool cannot be a task; the server asked during the call (chit proxy)"
+UNPROMPTED = "no call: the server asked on its own, outside any call (chit proxy)"
 HostAsk = Callable[[], Awaitable[Any]]
 """Asks the host the same question (``prompts = "both"``); its raw result."""
 
@@ -157,6 +158,9 @@ class CallPrompts:
         stored = self.sup.store.receipts.record_acceptance(
             intent, first, tr.observation, None, None
         )
+        # Who holds the question: a daemon that starts after this process is gone ends
+        # the receipt (chit.proxy.lost), never while this process may still answer it.
+        self.sup.store.intents.set_owner(intent.request_key, self.sup.intent_owner)
         self.sup.writer.notify(None, stored, ("receipt",))
         call = _Call(stored.receipt_id, att, route)
         self.calls[(att.number, route)] = call
@@ -294,4 +298,4 @@ def _end_events(call: _Call, answer: Answer | None, sup: Supervisor) -> list[Eve
     return [result_event(result, None, status=LifecycleState.COMPLETED, digest_key=key)]
 
 
-__all__ = ["NOT_TASK", "CallPrompts"]
+__all__ = ["NOT_TASK", "UNPROMPTED", "CallPrompts"]

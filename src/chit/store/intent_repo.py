@@ -209,6 +209,18 @@ class IntentRepository:
         )
         return {str(r["request_key"]): r["owner"] for r in rows}
 
+    def set_owner(self, request_key: str, owner: str) -> None:
+        """Name the process that holds an intent's call (``chit.runtime.owners``)."""
+        with immediate(self._db):
+            write(
+                self._db, "UPDATE intents SET owner = ? WHERE request_key = ?", [owner, request_key]
+            )
+
+    def owner_of(self, request_key: str) -> str | None:
+        """The process recorded as holding an intent's call (None: not recorded)."""
+        row = fetch_one(self._db, "SELECT owner FROM intents WHERE request_key = ?", [request_key])
+        return row["owner"] if row is not None else None
+
     def get(self, request_key: str) -> Intent | None:
         """Return the intent with this key, or ``None``."""
         row = fetch_one(self._db, "SELECT * FROM intents WHERE request_key = ?", [request_key])
