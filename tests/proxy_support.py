@@ -25,6 +25,10 @@ from tests.daemon_support import chit, daemon_env, daemon_home
 
 PYTHON = sys.executable
 
+SECRET = "sk-live-Q7f9x2LmN4pR8tV1wY3z"
+HOSTILE = f"[bold]big[/bold] [link=https://evil.example]click[/] \x1b[31mred\x07 key {SECRET}"
+"""A server's hostile question text: Rich markup, terminal controls, its own secret."""
+
 
 def demo_args(db: Path) -> list[str]:
     """``chit servers add`` arguments registering ``chit demo-server`` over stdio."""
@@ -111,3 +115,13 @@ def wait_receipt(
             return found[0]
         assert time.monotonic() < deadline, f"no receipt matched in {timeout} s"
         time.sleep(0.2)
+
+
+def declare(home: Path, *capabilities: str) -> None:
+    """Set ``declare`` in server-everything's table (its own line under the header)."""
+    config = home / "config.toml"
+    text = config.read_text()
+    head = "[servers.everything]\n"
+    assert head in text, text
+    line = f"declare = {json.dumps(list(capabilities))}\n"
+    config.write_text(text.replace(head, head + line, 1))

@@ -62,7 +62,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def _request(schema: dict[str, Any] = SCHEMA, **extra: Any) -> InputRequest:
+def _request(schema: dict[str, Any] | None = SCHEMA, **extra: Any) -> InputRequest:
     return InputRequest(
         key="k1",
         message="How should the order go?",
@@ -154,11 +154,32 @@ def test_a_required_field_cannot_be_skipped() -> None:
     assert script.said.count("ok: an answer is required — try again") == 2
 
 
+def test_a_sampling_question_chit_proxy_holds_is_a_form() -> None:
+    """Shown as its conversation, line by line and printable; asked field by field."""
+    from chit.cli.forms import prompt_answer, request_lines
+    from chit.proxy.questions import SAMPLING_SCHEMA
+
+    message = "the server asks:\nsystem: be [bold]brief[/]\nuser: 2+2?\x1b[2J\n(at most 9 tokens)"
+    request = _request(SAMPLING_SCHEMA, kind=InputKind.SAMPLING, message=message)
+    lines = request_lines(request, indent="")
+    assert lines[:4] == [
+        "the server asks:",
+        "system: be [bold]brief[/]",
+        "user: 2+2??[2J",
+        "(at most 9 tokens)",
+    ]
+    assert all(line.isprintable() for line in lines)
+    script = Script("", "four", "")  # the reply is required; the model takes its default
+    answer = prompt_answer(request, script.ask, script.say)
+    assert answer == {"text": "four", "model": "a person, through chit"}
+    assert script.said.count("Reply: an answer is required — try again") == 1
+
+
 @pytest.mark.parametrize(
     "request_",
     [
         _request(kind=InputKind.URL, url="https://example.com/consent"),
-        _request(kind=InputKind.SAMPLING),
+        _request(None, kind=InputKind.SAMPLING),  # a task's sampling request: no form
         _request({"type": "object", "properties": {"x": {"type": "object"}}, "required": ["x"]}),
     ],
     ids=["url", "sampling", "unbuildable-required-field"],

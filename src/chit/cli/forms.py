@@ -58,17 +58,41 @@ def request_lines(request: InputRequest, indent: str = "  ") -> list[str]:
     Each field line names the field, its type (required or not), its bounds and default;
     options follow one per line as ``value — title``.
     """
-    lines = [f"{indent}{printable(request.message or 'the server asks for input')}"]
+    lines = _message_lines(request, indent)
     if request.kind is InputKind.URL or request.url:
         lines.append(f"{indent}visit: {printable(request.url or '?', 500)}")
         return lines
-    if request.kind is not InputKind.ELICITATION:
+    if not _is_form(request):
         lines.append(f"{indent}({request.kind.value} request: answer with chit answer --json)")
         return lines
     form = form_from_schema(request.requested_schema or {})
     for field in form.fields:
         lines += field_lines(field, indent)
     lines += [f"{indent}note: {printable(note)}" for note in form.unsupported]
+    return lines
+
+
+MAX_MESSAGE_LINES = 40
+"""Lines of a sampling request's conversation shown (then "… N more lines")."""
+
+
+def _is_form(request: InputRequest) -> bool:
+    """An elicitation, or a sampling/roots question chit made a form for (chit proxy)."""
+    return request.kind is InputKind.ELICITATION or (
+        request.kind in (InputKind.SAMPLING, InputKind.ROOTS)
+        and request.requested_schema is not None
+    )
+
+
+def _message_lines(request: InputRequest, indent: str) -> list[str]:
+    """The request's message: one line, or a sampling request's conversation line by line."""
+    message = request.message or "the server asks for input"
+    if request.kind is not InputKind.SAMPLING:
+        return [f"{indent}{printable(message)}"]
+    parts = message.splitlines() or [""]
+    lines = [f"{indent}{printable(part, 500)}" for part in parts[:MAX_MESSAGE_LINES]]
+    if len(parts) > MAX_MESSAGE_LINES:
+        lines.append(f"{indent}… {len(parts) - MAX_MESSAGE_LINES} more lines")
     return lines
 
 
@@ -121,7 +145,7 @@ def prompt_answer(request: InputRequest, ask: Ask, say: Say) -> dict[str, Any]:
     """
     for line in request_lines(request, indent=""):
         say(line)
-    if request.kind is not InputKind.ELICITATION or request.url:
+    if not _is_form(request) or request.url:
         raise UsageError(
             "this request is not a form: answer it with chit answer RECEIPT --json '{…}'"
             " (or --decline / --cancel)"

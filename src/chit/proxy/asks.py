@@ -1,9 +1,10 @@
-"""A server's question during a host's call that is not a task: chit's inbox holds it.
+"""A server's question outside a task: chit's inbox holds it.
 
 A host calls a tool that cannot be a task (passed on as it is), and the server asks
-``elicitation/create`` while the call runs. When no host can answer it (none declared
-elicitation, or the server's ``prompts`` is ``chit``), or with ``prompts = "both"``,
-the question waits in chit's inbox like a task's prompt:
+``elicitation/create`` — or ``sampling/createMessage`` / ``roots/list``, made forms by
+:mod:`chit.proxy.questions` — while the call runs. When no host can answer it (none
+declared the capability, or the server's ``prompts`` is ``chit``), or with ``prompts =
+"both"``, the question waits in chit's inbox like a task's prompt:
 
 * the call's first question opens a receipt for it — synchronous (no task exists), the
   host named, the keyed digest of its arguments — and the question becomes its pending
@@ -20,8 +21,12 @@ the question waits in chit's inbox like a task's prompt:
   receipt ends with it: ``completed``/``failed`` with the call's outcome, or
   ``cancelled``; a question still pending is marked lost.
 
-These receipts live only as long as the call: a question waits in the process that
-holds the server's session (the daemon), never longer than the call's own timeout.
+A question the server asks outside any call (:meth:`CallPrompts.ask_alone`) gets a
+receipt of its own, which ends with the question.
+
+These receipts live only as long as the server's request: a question waits in the
+process that holds the server's session (the daemon), never longer than the request's
+own timeout; the next daemon ends those an earlier one left (:mod:`chit.proxy.lost`).
 """
 
 from __future__ import annotations
@@ -32,33 +37,37 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, ElicitResult, ErrorData, InputRequest
+from mcp_types import (
+    INVALID_REQUEST,
+    ElicitResult,
+    ErrorData,
+    InputRequest,
+    ListRootsRequest,
+)
 
 from chit import clock
+from chit.errors import UsageError
+from chit.proxy import endings, questions
 from chit.proxy import wire as pwire
 from chit.proxy.models import Answer, ForwardParams
 from chit.receipts import (
     AnswerStatus,
     Event,
-    HostLeft,
+    HostInfo,
     InputAnswered,
     InputRequested,
     LifecycleState,
     ObservationSource,
     Receipt,
-    ResultObserved,
     StatusObserved,
     call_receipt,
     new_intent,
     new_receipt_id,
     new_request_key,
 )
-from chit.reconcile import result_event
 from chit.reconcile.inbox import answer_status
-from chit.reconcile.outcomes import legacy_input_key, seen_request
+from chit.reconcile.outcomes import legacy_input_key
 from chit.runtime import Supervisor
-from chit.tasks.client import TaskError
-from chit.tasks.client.parse import parse_call_result
 
 if TYPE_CHECKING:
     from chit.proxy.upstream import Attachment
@@ -75,20 +84,24 @@ HostAsk = Callable[[], Awaitable[Any]]
 class _Wait:
     """One question of a call waiting for its first answer."""
 
+    request: InputRequest
     event: anyio.Event = field(default_factory=anyio.Event)
-    reply: ElicitResult | None = None
+    reply: Any = None
+    """What the server gets (set with ``event``; None: the call ended unanswered)."""
 
 
 @dataclass(eq=False)
 class _Call:
-    """A forwarded call with questions in chit's inbox (its receipt)."""
+    """A forwarded call with questions in chit's inbox (its receipt), or one question
+    the server asked on its own (``att`` None)."""
 
     receipt_id: str
-    att: Attachment
+    att: Attachment | None
     route: str
     waits: dict[str, _Wait] = field(default_factory=dict)
     stopped: bool = False
     """``chit cancel`` stopped it (the call is cancelled upstream)."""
+    ended: bool = False
 
 
 class CallPrompts:
@@ -106,31 +119,49 @@ class CallPrompts:
 
     async def ask(
         self, att: Attachment, route: str, request: InputRequest, host: HostAsk | None
-    ) -> ElicitResult | ErrorData:
+    ) -> Any:
         """Hold the question in chit's inbox (and ask ``host`` too) until the first answer.
 
         Returns the answer for the server, or an error once the call ended unanswered.
         """
         call = self.calls.get((att.number, route)) or self._open(att, route)
+        return await self._hold(call, request, host)
+
+    async def ask_alone(self, server: str, request: InputRequest, host: HostAsk | None) -> Any:
+        """A question the server asked outside any call: its own receipt, until answered.
+
+        The receipt ends with the question: ``completed`` once answered (or declined) in
+        chit, ``cancelled`` when the server stops waiting or a person cancels it.
+        """
+        call = self._open_alone(server, request)
+        try:
+            return await self._hold(call, request, host)
+        finally:
+            call.ended = True
+            self.receipts.pop(call.receipt_id, None)
+            self._end_alone(call)
+
+    async def _hold(self, call: _Call, request: InputRequest, host: HostAsk | None) -> Any:
         rid = call.receipt_id
         key = self._key(rid, request)
-        wait = _Wait()
+        wait = _Wait(request)
         call.waits[key] = wait
-        seen = InputRequested(request=seen_request(key, request))
+        seen = InputRequested(request=questions.seen(key, request))
         asked = self.sup.writer.apply(
             rid, [seen, StatusObserved(status=LifecycleState.INPUT_REQUIRED, source=seen.source)]
         )
-        log.info("a question of %s waits in chit's inbox (receipt %s)", att.server, rid)
+        log.info("a question waits in chit's inbox (receipt %s)", rid)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._remind, att, route, rid, asked)
+                if call.att is not None:
+                    tg.start_soon(self._remind, call.att, call.route, rid, asked)
                 if host is not None:
                     tg.start_soon(self._host_answers, host, rid, key, wait)
                 await wait.event.wait()
                 tg.cancel_scope.cancel()
         finally:
             call.waits.pop(key, None)
-            if not wait.event.is_set() and (att.number, route) in self.calls:
+            if not wait.event.is_set() and not call.ended and call.att is not None:
                 self._withdrawn(rid, key)  # the server gave up on its question
         if wait.reply is None:
             return ErrorData(code=INVALID_REQUEST, message="the call ended before an answer")
@@ -144,17 +175,44 @@ class CallPrompts:
         arguments = params.get("arguments")
         arguments = arguments if isinstance(arguments, dict) else {}
         host = att.params.host
+        tool = tool if isinstance(tool, str) and tool else "(unnamed tool)"
+        purpose = f"started by {host.label} through chit proxy"
+        stored = self._record(att.server, tool, arguments, purpose, NOT_TASK, host)
+        call = _Call(stored.receipt_id, att, route)
+        self.calls[(att.number, route)] = call
+        self.receipts[stored.receipt_id] = call
+        return call
+
+    def _open_alone(self, server: str, request: InputRequest) -> _Call:
+        """The receipt of a question the server asked outside any call."""
+        method = str(getattr(request, "method", "request"))
+        purpose = "the server asked on its own (chit proxy); no host call waits for it"
+        stored = self._record(server, f"({method})", {}, purpose, UNPROMPTED, None)
+        call = _Call(stored.receipt_id, None, "")
+        self.receipts[stored.receipt_id] = call
+        return call
+
+    def _record(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        purpose: str,
+        reason: str,
+        host: HostInfo | None,
+    ) -> Receipt:
+        """Intent and synchronous receipt in one commit; this process named as holder."""
         now = clock.now()
         intent = new_intent(
             request_key=new_request_key(now),
-            server=att.server,
-            tool=tool if isinstance(tool, str) and tool else "(unnamed tool)",
+            server=server,
+            tool=tool,
             args_digest=self.sup.calls.arguments_digest(arguments),
             now=now,
-            purpose=f"started by {host.label} through chit proxy",
+            purpose=purpose,
         )
-        tr = call_receipt(intent, receipt_id=new_receipt_id(now), now=now, not_task_reason=NOT_TASK)
-        first = tr.receipt.model_copy(update={"host": host})
+        tr = call_receipt(intent, receipt_id=new_receipt_id(now), now=now, not_task_reason=reason)
+        first = tr.receipt.model_copy(update={"host": host}) if host is not None else tr.receipt
         stored = self.sup.store.receipts.record_acceptance(
             intent, first, tr.observation, None, None
         )
@@ -162,10 +220,7 @@ class CallPrompts:
         # the receipt (chit.proxy.lost), never while this process may still answer it.
         self.sup.store.intents.set_owner(intent.request_key, self.sup.intent_owner)
         self.sup.writer.notify(None, stored, ("receipt",))
-        call = _Call(stored.receipt_id, att, route)
-        self.calls[(att.number, route)] = call
-        self.receipts[stored.receipt_id] = call
-        return call
+        return stored
 
     def _key(self, rid: str, request: InputRequest) -> str:
         """The question's inbox key (the wire has none); unique within the receipt."""
@@ -194,29 +249,40 @@ class CallPrompts:
         """``prompts = "both"``: the host's answer, if it comes first."""
         try:
             raw = await host()
-            reply = ElicitResult.model_validate(raw)
+            reply = questions.host_result(wait.request, raw)
         except Exception as exc:  # an error, an invalid answer, a host gone
             log.info("the host did not answer (%s); the question waits in chit", exc)
             return
-        self._settle(rid, key, wait, reply)
+        status = answer_status(reply) if isinstance(reply, ElicitResult) else AnswerStatus.ANSWERED
+        self._settle(rid, key, wait, reply, status)
 
     # --- answers and cancels from chit -------------------------------------------------
 
     def answer(self, receipt: Receipt, key: str, reply: ElicitResult) -> Receipt | None:
-        """A person's answer (``Answers.live``); None when no such question waits here."""
+        """A person's answer (``Answers.live``); None when no such question waits here.
+
+        Raises:
+            UsageError: a roots answer names something that is not a ``file://`` URI
+                (the question waits on).
+        """
         call = self.receipts.get(receipt.receipt_id)
         wait = call.waits.get(key) if call is not None else None
         if wait is None or wait.event.is_set():
             return None
-        return self._settle(receipt.receipt_id, key, wait, reply)
+        if reply.action == "accept" and isinstance(wait.request, ListRootsRequest):
+            problems = questions.roots_problems(reply.content)
+            if problems:
+                raise UsageError("the answer does not fit the request: " + "; ".join(problems))
+        response = questions.response(wait.request, reply)
+        return self._settle(receipt.receipt_id, key, wait, response, answer_status(reply))
 
-    def _settle(self, rid: str, key: str, wait: _Wait, reply: ElicitResult) -> Receipt:
+    def _settle(self, rid: str, key: str, wait: _Wait, reply: Any, status: AnswerStatus) -> Receipt:
         """Record the first answer and release the server's request with it."""
         if wait.event.is_set():
             return self.sup.store.receipts.require(rid)
         wait.reply = reply
         wait.event.set()
-        events: list[Event] = [InputAnswered(key=key, status=answer_status(reply))]
+        events: list[Event] = [InputAnswered(key=key, status=status)]
         receipt = self.sup.writer.apply(rid, events)
         if receipt.state is LifecycleState.INPUT_REQUIRED and not receipt.pending_inputs:
             working = StatusObserved(status=LifecycleState.WORKING, source=ObservationSource.ANSWER)
@@ -238,10 +304,23 @@ class CallPrompts:
         if call is None:
             return False
         call.stopped = True
+        if call.att is None:  # a question on its own: the server gets an error
+            for wait in call.waits.values():
+                wait.event.set()
+            return True
         scope = call.att.routes.get(call.route)
         if scope is not None:
             scope.cancel()
         return True
+
+    def _end_alone(self, call: _Call) -> None:
+        """A question asked outside any call was answered, declined or given up."""
+        receipt = self.sup.store.receipts.require(call.receipt_id)
+        events = endings.alone_end_events(receipt, stopped=call.stopped)
+        try:
+            self.sup.writer.apply(call.receipt_id, events)
+        except Exception:
+            log.exception("the end of question receipt %s was not recorded", call.receipt_id)
 
     # --- the call ends --------------------------------------------------------------
 
@@ -250,52 +329,19 @@ class CallPrompts:
         call = self.calls.pop((att.number, route), None)
         if call is None:
             return
+        call.ended = True
         self.receipts.pop(call.receipt_id, None)
         for wait in call.waits.values():
             wait.event.set()  # unanswered: the server gets an error, the prompt is lost
         try:
-            self.sup.writer.apply(call.receipt_id, _end_events(call, answer, self.sup))
+            self.sup.writer.apply(
+                call.receipt_id,
+                endings.call_end_events(
+                    answer, stopped=call.stopped, digest_key=self.sup.handles.vault.digest_key()
+                ),
+            )
         except Exception:
             log.exception("the end of the call of receipt %s was not recorded", call.receipt_id)
-
-
-def _end_events(call: _Call, answer: Answer | None, sup: Supervisor) -> list[Event]:
-    """What ended the call, as receipt events."""
-    if answer is None or call.stopped:
-        why = "cancelled in chit" if call.stopped else "the host cancelled, timed out or left"
-        events: list[Event] = [] if call.stopped else [HostLeft(why=why)]
-        events.append(
-            StatusObserved(
-                status=LifecycleState.CANCELLED,
-                source=ObservationSource.CANCEL,
-                message=f"the call was cancelled on the server: {why}",
-            )
-        )
-        return events
-    key = sup.handles.vault.digest_key()
-    if answer.error is not None:
-        code = answer.error.get("code")
-        message = str(answer.error.get("message", ""))
-        return [
-            ResultObserved(
-                is_error=True,
-                error_code=code if isinstance(code, int) else INTERNAL_ERROR,
-                error_message=message[:2000],
-                status=LifecycleState.FAILED,
-            )
-        ]
-    try:
-        result = parse_call_result(answer.result or {}, "tools/call")
-    except TaskError as exc:
-        return [
-            ResultObserved(
-                is_error=True,
-                error_code=INTERNAL_ERROR,
-                error_message=f"the server's answer cannot be read: {exc.message}",
-                status=LifecycleState.FAILED,
-            )
-        ]
-    return [result_event(result, None, status=LifecycleState.COMPLETED, digest_key=key)]
 
 
 __all__ = ["NOT_TASK", "UNPROMPTED", "CallPrompts"]

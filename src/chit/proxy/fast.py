@@ -11,8 +11,8 @@ would do nothing but pass it on and hand the answer back unchanged:
   without a ``progressToken`` (progress is relayed per request by the full path);
 * the host's protocol version (a 2026 request's envelope, else the handshake's) is the
   server session's, so the answer needs no reshaping;
-* the host introduced itself already and declared neither elicitation nor sampling (the
-  server's questions are asked on a request of the full path);
+* the host introduced itself already and declared none of elicitation, sampling and
+  roots (the server's questions are asked on a request of the full path);
 * for ``tools/call``: the tool is known from the server's listing and the call would be
   passed on — no task asked for (``params.task``, a declared 2026 extension), and for a
   2025 host a tool that cannot be a task (the others are held: :mod:`chit.proxy.held`).
@@ -108,7 +108,7 @@ class FastPath:
     def _passable(self, method: str, params: dict[str, Any]) -> bool | None:
         """None when the full path is needed; else whether the 2026 extension is declared."""
         host = self.host
-        if not host.introduced or host.can_elicit or host.can_sample:
+        if not host.introduced or host.can_elicit or host.can_sample or host.can_list_roots:
             return None
         meta = params.get("_meta")
         if meta is not None and not isinstance(meta, dict):

@@ -86,6 +86,7 @@ class ProxyHost:
         self.bus: Any = None  # the MCP server's subscription bus (2026 listen streams)
         self.can_elicit = False
         self.can_sample = False
+        self.can_list_roots = False
         self.session_version: str | None = None
         """The protocol version of the host's handshake (None for a 2026 host)."""
         self._introduced = False
@@ -132,6 +133,7 @@ class ProxyHost:
         if caps is not None:
             self.can_elicit = caps.elicitation is not None
             self.can_sample = caps.sampling is not None
+            self.can_list_roots = caps.roots is not None
         if not pwire.is_modern(ctx.protocol_version):
             self.session_version = ctx.protocol_version
         method = ctx.method

@@ -5,10 +5,10 @@ Runs where the sessions live (the daemon, or the proxy process itself with
 on the engine's one session of that server (:meth:`Upstreams.forward`), and what the
 server sends back that belongs to no receipt is routed to the host it concerns:
 
-* an elicitation or sampling request during a forwarded request goes to the host of
-  the newest request in flight on that server whose host declared the capability (the
-  wire does not say which request it belongs to; over stdio, nothing does) — else it is
-  declined;
+* an elicitation, sampling or roots request goes to the host of the newest request in
+  flight on that server whose host declared the capability (the wire does not say
+  which request it belongs to; over stdio, nothing does) — else (and per the server's
+  ``prompts``) it waits in chit's inbox (:mod:`chit.proxy.asks`);
 * progress of a forwarded request goes to its host (the proxy asked for it);
 * other notifications (logging, list changes, resource updates) go to every host
   attached to that server.
@@ -37,6 +37,7 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 
 from chit import clock
+from chit.proxy import questions
 from chit.proxy import wire as pwire
 from chit.proxy.asks import CallPrompts
 from chit.proxy.models import (
@@ -229,36 +230,40 @@ class Upstreams:
     async def _on_input(self, server: str, task_id: str | None, request: InputRequest) -> Any:
         """A server request outside a task: to a host that can answer, or chit's inbox.
 
-        The question goes to the newest host in flight that declared the capability;
-        an elicitation during a ``tools/call`` waits in chit's inbox instead when no
-        such host exists or ``prompts`` is ``chit``, and in both with ``both``
-        (:mod:`chit.proxy.asks`). Anything else is declined.
+        The question goes to the newest host in flight that declared the capability
+        (unless ``prompts`` is ``chit``). It waits in chit's inbox instead when no such
+        host exists, and in both with ``prompts = "both"`` (:mod:`chit.proxy.asks`):
+        under the receipt of the newest ``tools/call`` in flight, or — asked outside
+        any call — under a receipt of its own. An elicitation outside any call is
+        chit's only while a host is attached (else it may be chit's own call's, which
+        cannot wait: it is declined, as before).
         """
         method = str(getattr(request, "method", ""))
         want = _CAPABILITY.get(method)
         if task_id is not None or want is None:
             return ErrorData(code=INVALID_REQUEST, message="no host to ask for this request")
-        live = [
-            a
-            for a in sorted(self.attachments.values(), key=lambda a: -a.number)
-            if a.server == server and a.routes
-        ]
-        setting = live[0].info.prompts if live and live[0].info is not None else "host"
-        inbox = method == "elicitation/create" and setting in ("chit", "both")
+        mine = [a for a in sorted(self.attachments.values(), key=lambda a: -a.number)]
+        mine = [a for a in mine if a.server == server]
+        live = [a for a in mine if a.routes]
+        first = live[0] if live else mine[0] if mine else None
+        setting = first.info.prompts if first is not None and first.info is not None else "host"
         asker = None
-        if not (method == "elicitation/create" and setting == "chit"):
+        if setting != "chit":
             asker = next((a for a in live if getattr(a.params.capabilities, want)), None)
-        call = None
-        if method == "elicitation/create" and (inbox or asker is None):
-            call = _newest_call(([asker] if asker is not None else []) + live)
+        if asker is not None and setting == "host":
+            return await self._host_only(asker, method, request)
+        host = None
+        if asker is not None:
+            host = partial(self._ask_host, asker, next(reversed(asker.routes)), method, request)
+        call = _newest_call(([asker] if asker is not None else []) + live)
         if call is not None:
-            host = None
-            if asker is not None:
-                route = next(reversed(asker.routes))
-                host = partial(self._ask_host, asker, route, method, request)
             return await self.prompts.ask(call[0], call[1], request, host)
-        if asker is None:
+        if method == "elicitation/create" and not mine:
             return ErrorData(code=INVALID_REQUEST, message="no host can answer this request")
+        return await self.prompts.ask_alone(server, request, host)
+
+    async def _host_only(self, asker: Attachment, method: str, request: InputRequest) -> Any:
+        """Ask the host alone (``prompts = "host"`` and it declared the capability)."""
         try:
             raw = await self._ask_host(asker, next(reversed(asker.routes)), method, request)
         except MCPError as exc:
@@ -266,7 +271,7 @@ class Upstreams:
         except Exception as exc:
             log.info("asking host %s failed: %s", asker.params.host.label, type(exc).__name__)
             return ErrorData(code=INTERNAL_ERROR, message="the host did not answer")
-        return _input_result(method, raw)
+        return _input_result(request, raw)
 
     @staticmethod
     async def _ask_host(att: Attachment, route: str, method: str, request: InputRequest) -> Any:
@@ -317,18 +322,12 @@ async def describe(server: str, client: TaskClient) -> UpstreamInfo:
     )
 
 
-def _input_result(method: str, raw: Any) -> Any:
+def _input_result(request: InputRequest, raw: Any) -> Any:
     """Validate the host's answer into the SDK model the server session expects."""
-    from mcp_types import CreateMessageResult, ElicitResult, ListRootsResult
-
-    models: dict[str, type[BaseModel]] = {
-        "elicitation/create": ElicitResult,
-        "sampling/createMessage": CreateMessageResult,
-    }
-    model = models.get(method, ListRootsResult)
     try:
-        return model.model_validate(raw)
+        return questions.host_result(request, raw)
     except ValidationError:
+        method = getattr(request, "method", "request")
         return ErrorData(code=INVALID_REQUEST, message=f"the host's answer to {method} is invalid")
 
 

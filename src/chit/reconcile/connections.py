@@ -336,6 +336,8 @@ class ConnectionPool:
                 result_timeout=opts.result_timeout,
                 input_handler=handler,
                 on_hint=self._on_hint,
+                declare_sampling="sampling" in getattr(spec, "declare", ()),
+                declare_roots="roots" in getattr(spec, "declare", ()),
                 tap=self.protocol.tap(server),
                 on_message=on_message,
             ) as client:

@@ -28,9 +28,10 @@ def registry_resolver(
 
     def resolve(name: str) -> ServerSpec:
         resolved = registry.resolve(name, environ)
+        declare = registry.get(name).declare  # sampling / roots: chit proxy's inbox
         if resolved.transport == "http":
             assert resolved.url is not None
-            return HttpServer(resolved.url, headers=dict(resolved.headers))
+            return HttpServer(resolved.url, headers=dict(resolved.headers), declare=declare)
         assert resolved.command is not None
         return StdioServer(
             resolved.command,
@@ -38,6 +39,7 @@ def registry_resolver(
             env=dict(resolved.env) if resolved.env else None,
             cwd=resolved.cwd,
             label=name,
+            declare=declare,
             # Its stderr is its own business: to logs/servers/NAME.log, never a terminal.
             stderr=open_server_log(home, name),
         )

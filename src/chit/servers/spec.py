@@ -128,6 +128,9 @@ class ServerSpec(BaseModel):
         host_cancel: ``chit proxy`` only - what a host's cancel of a call that became
             a task does: ``confirm`` (nothing until a person cancels it in chit) or
             ``cancel`` (cancel the task).
+        declare: client capabilities chit's session of the server declares beyond
+            elicitation: ``sampling``, ``roots`` (default none). Their requests then
+            go to a host that declared them, or wait in chit's inbox (``chit proxy``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -143,6 +146,7 @@ class ServerSpec(BaseModel):
     fingerprints: dict[str, str] = Field(default_factory=dict)
     prompts: Literal["host", "chit", "both"] = "host"
     host_cancel: Literal["confirm", "cancel"] = "confirm"
+    declare: tuple[Literal["sampling", "roots"], ...] = ()
 
     @field_validator("name")
     @classmethod

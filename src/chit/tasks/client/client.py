@@ -74,6 +74,7 @@ class TaskClient:
         on_hint: Called with a :class:`~chit.tasks.client.inputs.Hint` (the task id as a
             ``str``, plus the notified status) whenever a status notification arrives.
         declare_sampling: Also declare the sampling capability (routed like elicitation).
+        declare_roots: Also declare the roots capability (``roots/list`` routed likewise).
         tap: Shown every JSON-RPC message sent and received (the protocol log).
         on_message: Receives the server's other notifications (logging, list changes,
             resource updates, progress), e.g. to relay them to a proxied host.
@@ -89,6 +90,7 @@ class TaskClient:
         input_handler: InputHandler | None = None,
         on_hint: HintCallback | None = None,
         declare_sampling: bool = False,
+        declare_roots: bool = False,
         tap: Tap | None = None,
         on_message: MessageHandler | None = None,
     ) -> None:
@@ -101,6 +103,7 @@ class TaskClient:
         self._input_handler = input_handler
         self._on_hint = on_hint
         self._declare_sampling = declare_sampling
+        self._declare_roots = declare_roots
         self._tap = tap
         self._on_message = on_message
         self._client: Client | None = None
@@ -126,6 +129,7 @@ class TaskClient:
                 read_timeout=self.read_timeout,
                 router=self._router,
                 declare_sampling=self._declare_sampling,
+                declare_roots=self._declare_roots,
                 on_notification=self._on_notification,
                 tap=self._tap,
                 on_message=self._on_message,

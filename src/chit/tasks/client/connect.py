@@ -43,6 +43,7 @@ async def connect(
     router: InputRouter,
     declare_sampling: bool,
     on_notification: HintHandler,
+    declare_roots: bool = False,
     tap: Tap | None = None,
     on_message: MessageHandler | None = None,
 ) -> Client:
@@ -60,6 +61,7 @@ async def connect(
         read_timeout_seconds=read_timeout,
         elicitation_callback=router.on_elicit,
         sampling_callback=router.on_sample if declare_sampling else None,
+        list_roots_callback=router.on_roots if declare_roots else None,
         extensions=[TasksClientExtension(on_notification)],
         client_info=Implementation(name="chit", version=_version()),
         cache=None,

@@ -20,6 +20,7 @@ from mcp_types import (
     ErrorData,
     InputRequest,
     InputResponse,
+    ListRootsRequest,
     ListRootsResult,
 )
 
@@ -162,6 +163,13 @@ class InputRouter:
         if isinstance(reply, ListRootsResult | ElicitResult):
             return ErrorData(code=INVALID_REQUEST, message="handler returned a non-sampling reply")
         return reply
+
+    async def on_roots(self, context: ClientRequestContext) -> ListRootsResult | ErrorData:
+        """``list_roots_callback`` for ``mcp.Client``."""
+        reply = await self.route(context, ListRootsRequest())
+        if isinstance(reply, ListRootsResult | ErrorData):
+            return reply
+        return ErrorData(code=INVALID_REQUEST, message="handler returned a non-roots reply")
 
 
 __all__ = ["Hint", "HintCallback", "InputHandler", "InputRouter", "related_task_id"]

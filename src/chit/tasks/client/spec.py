@@ -29,6 +29,8 @@ class StdioServer:
             noisy server does not flood the test log. Lines it prints on stdout that are
             not MCP are logged there too (``chit.tasks.client.noise``).
         label: How messages name the server (its registry name); default: the command.
+        declare: Client capabilities to declare beyond elicitation (``sampling``,
+            ``roots``): the server's requests for them are routed like elicitation.
     """
 
     command: str
@@ -37,6 +39,7 @@ class StdioServer:
     cwd: str | None = None
     stderr: TextIO | None = None
     label: str | None = None
+    declare: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """A human label (never includes env values, which may hold secrets)."""
@@ -45,10 +48,14 @@ class StdioServer:
 
 @dataclass(frozen=True)
 class HttpServer:
-    """A streamable-HTTP endpoint; ``headers`` go on every request (e.g. a bearer token)."""
+    """A streamable-HTTP endpoint; ``headers`` go on every request (e.g. a bearer token).
+
+    ``declare``: client capabilities beyond elicitation, as for :class:`StdioServer`.
+    """
 
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    declare: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """A human label (the URL without credentials in the userinfo part)."""

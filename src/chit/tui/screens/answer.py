@@ -72,7 +72,8 @@ class Ask:
         )
         url_mode = request.kind is InputKind.URL or request.url is not None
         other = None
-        if not url_mode and request.kind is not InputKind.ELICITATION:
+        formed = request.kind is InputKind.ELICITATION or request.requested_schema is not None
+        if not url_mode and not formed:  # chit proxy makes forms for sampling and roots
             other = f"chit cannot answer {request.kind.value} requests; decline or cancel."
         return cls(
             heading,

@@ -1,0 +1,173 @@
+"""Sampling and roots requests as questions a person answers with a form.
+
+chit's inbox answers with forms (``chit.receipts.forms``): the same form, the same
+validation, in ``chit answer`` and the TUI. A server's ``sampling/createMessage`` or
+``roots/list`` outside a task becomes such a question:
+
+* **sampling** — the message shows the conversation the server sent (system prompt and
+  every message, by role; non-text content named, never shown raw); the form asks for
+  the reply text and the model name to report (default :data:`PERSON_MODEL`). The
+  answer becomes the ``CreateMessageResult`` the server gets: an assistant text message,
+  ``stopReason: endTurn``;
+* **roots** — the form asks for the ``file://`` roots to share (separated by spaces or
+  new lines; empty shares none). The answer becomes a ``ListRootsResult``.
+
+Declining (or cancelling) answers the server with an error: ``-1`` for sampling (the
+spec's "user rejected sampling request"), ``-32600`` for roots. The server's text is
+stored as the receipt's prompt through the writer, so it is redacted like any prompt;
+whoever shows it makes it printable (the CLI) or literal (the TUI).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp_types import (
+    INVALID_REQUEST,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitResult,
+    ErrorData,
+    InputRequest,
+    ListRootsResult,
+    Root,
+    TextContent,
+)
+
+from chit.receipts import InputKind
+from chit.receipts.events import InputRequestSeen
+from chit.reconcile.outcomes import seen_request
+
+PERSON_MODEL = "a person, through chit"
+"""The model name reported to the server when the person does not give one."""
+
+USER_REJECTED = -1
+"""The spec's error code for a sampling request the user rejected."""
+
+SAMPLING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "text": {
+            "type": "string",
+            "title": "Reply",
+            "description": "the assistant's reply the server gets",
+            "minLength": 1,
+        },
+        "model": {
+            "type": "string",
+            "title": "Model name",
+            "description": "reported to the server as the model that answered",
+            "default": PERSON_MODEL,
+        },
+    },
+    "required": ["text"],
+}
+
+ROOTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "roots": {
+            "type": "string",
+            "title": "Roots",
+            "description": "file:// URIs the server may use, separated by spaces; empty: none",
+        },
+    },
+}
+
+
+def seen(key: str, request: InputRequest) -> InputRequestSeen:
+    """The inbox entry for ``request``: an elicitation as it is, the others as a form."""
+    if isinstance(request, ElicitRequest):
+        return seen_request(key, request)
+    if isinstance(request, CreateMessageRequest):
+        return InputRequestSeen(
+            key=key,
+            kind=InputKind.SAMPLING,
+            message=transcript(request),
+            requested_schema=SAMPLING_SCHEMA,
+        )
+    return InputRequestSeen(
+        key=key,
+        kind=InputKind.ROOTS,
+        message="the server asks which roots (directories, as file:// URIs) it may use",
+        requested_schema=ROOTS_SCHEMA,
+    )
+
+
+def transcript(request: CreateMessageRequest) -> str:
+    """The conversation a sampling request carries, one line per part, for a person."""
+    p = request.params
+    lines = ["the server asks for a model's reply to this conversation:"]
+    if p.system_prompt:
+        lines.append(f"system: {p.system_prompt}")
+    for message in p.messages:
+        blocks = message.content if isinstance(message.content, list) else [message.content]
+        for block in blocks:
+            text = getattr(block, "text", None)
+            shown = text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]"
+            lines.append(f"{message.role}: {shown}")
+    lines.append(f"(at most {p.max_tokens} tokens)")
+    return "\n".join(lines)
+
+
+def roots_problems(content: dict[str, Any] | None) -> list[str]:
+    """Why a roots answer cannot be sent (every URI must be ``file://`` with a path)."""
+    return [f"roots: {uri!r} is not a file:// URI" for uri in _uris(content) if not _is_file(uri)]
+
+
+def _uris(content: dict[str, Any] | None) -> list[str]:
+    text = (content or {}).get("roots")
+    return text.split() if isinstance(text, str) else []
+
+
+def _is_file(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return parts.scheme == "file" and bool(parts.path) and uri.isprintable()
+
+
+def host_result(request: InputRequest, raw: Any) -> Any:
+    """A host's answer to ``request`` as the model the server session expects.
+
+    Raises:
+        ValidationError: it is not a well-formed answer to that request.
+    """
+    if isinstance(request, ElicitRequest):
+        return ElicitResult.model_validate(raw)
+    if isinstance(request, CreateMessageRequest):
+        return CreateMessageResult.model_validate(raw)
+    return ListRootsResult.model_validate(raw)
+
+
+def response(request: InputRequest, reply: ElicitResult) -> Any:
+    """What the server gets for a person's ``reply`` (an elicitation: the reply itself)."""
+    if isinstance(request, ElicitRequest):
+        return reply
+    sampling = isinstance(request, CreateMessageRequest)
+    if reply.action != "accept":
+        if sampling:
+            return ErrorData(code=USER_REJECTED, message="the person declined it in chit")
+        return ErrorData(code=INVALID_REQUEST, message="the person declined to share roots")
+    content = reply.content or {}
+    if sampling:
+        model = content.get("model")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=str(content.get("text", ""))),
+            model=model if isinstance(model, str) and model else PERSON_MODEL,
+            stop_reason="endTurn",
+        )
+    return ListRootsResult(roots=[Root(uri=uri) for uri in _uris(content)])
+
+
+__all__ = [
+    "PERSON_MODEL",
+    "ROOTS_SCHEMA",
+    "SAMPLING_SCHEMA",
+    "host_result",
+    "response",
+    "roots_problems",
+    "seen",
+    "transcript",
+]
