@@ -146,7 +146,8 @@ class CallPrompts:
         key = self._key(rid, request)
         wait = _Wait(request)
         call.waits[key] = wait
-        seen = InputRequested(request=questions.seen(key, request))
+        redactor = self.sup.handles.redactor(self.sup.store.receipts.require(rid))
+        seen = InputRequested(request=questions.seen(key, request, redactor.text))
         asked = self.sup.writer.apply(
             rid, [seen, StatusObserved(status=LifecycleState.INPUT_REQUIRED, source=seen.source)]
         )

@@ -20,6 +20,7 @@ whoever shows it makes it printable (the CLI) or literal (the TUI).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,10 +36,18 @@ from mcp_types import (
     Root,
     TextContent,
 )
+from pydantic import ValidationError
 
 from chit.receipts import InputKind
 from chit.receipts.events import InputRequestSeen
+from chit.receipts.models import MESSAGE_MAX
 from chit.reconcile.outcomes import seen_request
+
+Redact = Callable[[str], str]
+"""Replaces the secrets a server's text may hold (``Redactor.text``)."""
+
+PART_MAX = 200
+"""Characters of one part of a sampling conversation shown (system prompt, message)."""
 
 PERSON_MODEL = "a person, through chit"
 """The model name reported to the server when the person does not give one."""
@@ -77,15 +86,19 @@ ROOTS_SCHEMA: dict[str, Any] = {
 }
 
 
-def seen(key: str, request: InputRequest) -> InputRequestSeen:
-    """The inbox entry for ``request``: an elicitation as it is, the others as a form."""
+def seen(key: str, request: InputRequest, redact: Redact) -> InputRequestSeen:
+    """The inbox entry for ``request``: an elicitation as it is, the others as a form.
+
+    ``redact`` is applied to the server's text before it is cut to fit (a secret cut in
+    two would no longer be recognised by the writer's own redaction).
+    """
     if isinstance(request, ElicitRequest):
         return seen_request(key, request)
     if isinstance(request, CreateMessageRequest):
         return InputRequestSeen(
             key=key,
             kind=InputKind.SAMPLING,
-            message=transcript(request),
+            message=transcript(request, redact),
             requested_schema=SAMPLING_SCHEMA,
         )
     return InputRequestSeen(
@@ -96,20 +109,37 @@ def seen(key: str, request: InputRequest) -> InputRequestSeen:
     )
 
 
-def transcript(request: CreateMessageRequest) -> str:
-    """The conversation a sampling request carries, one line per part, for a person."""
+def transcript(request: CreateMessageRequest, redact: Redact = str) -> str:
+    """The conversation a sampling request carries, one line per part, for a person.
+
+    A receipt keeps a prompt's message bounded (``MESSAGE_MAX`` characters), so each part
+    is cut to :data:`PART_MAX` and, when the whole is still too long, the earliest
+    messages give way to a line saying how many are not shown: the newest message, the
+    one a reply answers, is always there.
+    """
     p = request.params
-    lines = ["the server asks for a model's reply to this conversation:"]
+    head = ["the server asks for a model's reply to this conversation:"]
     if p.system_prompt:
-        lines.append(f"system: {p.system_prompt}")
+        head.append(_cut(f"system: {redact(p.system_prompt)}"))
+    parts: list[str] = []
     for message in p.messages:
         blocks = message.content if isinstance(message.content, list) else [message.content]
         for block in blocks:
             text = getattr(block, "text", None)
             shown = text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]"
-            lines.append(f"{message.role}: {shown}")
-    lines.append(f"(at most {p.max_tokens} tokens)")
-    return "\n".join(lines)
+            parts.append(_cut(f"{message.role}: {redact(shown)}"))
+    tail = [f"(at most {p.max_tokens} tokens)"]
+    dropped = 0
+    while len(parts) > 1 and len("\n".join(head + parts + tail)) > MESSAGE_MAX - 40:
+        parts.pop(0)
+        dropped += 1
+    if dropped:
+        parts.insert(0, f"(… {dropped} earlier part(s) not shown)")
+    return "\n".join(head + parts + tail)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PART_MAX else text[: PART_MAX - 1] + "…"
 
 
 def roots_problems(content: dict[str, Any] | None) -> list[str]:
@@ -124,7 +154,13 @@ def _uris(content: dict[str, Any] | None) -> list[str]:
 
 def _is_file(uri: str) -> bool:
     parts = urlsplit(uri)
-    return parts.scheme == "file" and bool(parts.path) and uri.isprintable()
+    if parts.scheme != "file" or not parts.path or not uri.isprintable():
+        return False
+    try:
+        Root(uri=uri)  # pydantic reads the string as a FileUrl
+    except ValidationError:
+        return False
+    return True
 
 
 def host_result(request: InputRequest, raw: Any) -> Any:
