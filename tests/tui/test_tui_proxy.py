@@ -22,6 +22,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Checkbox, Input
 
 from chit import clock
@@ -30,6 +31,7 @@ from chit.tui.app import ChitApp
 from chit.tui.launch import build_app
 from chit.tui.screens.answer import AnswerScreen
 from chit.tui.screens.inbox import InboxScreen
+from chit.tui.view import Prompt
 from tests.daemon_support import chit, daemon_env, daemon_home
 from tests.proxy_support import HOSTILE, SECRET, declare, demo_args, everything_args
 from tests.tui.helpers import screen_text, settle
@@ -51,28 +53,39 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         yield root
 
 
-async def test_inbox_answer_completes_a_proxied_hosts_call(home: Path) -> None:
-    proxy = [sys.executable, "-m", "chit", "proxy", "demo"]
-    host = subprocess.Popen(
-        [sys.executable, str(HOST), "confirm_delete", '{"filename": "x.txt"}', "--", *proxy],
+def _host(home: Path, server: str, tool: str, arguments: str) -> subprocess.Popen[str]:
+    """The plain host as its own process, calling ``tool`` through ``chit proxy server``."""
+    proxy = [sys.executable, "-m", "chit", "proxy", server]
+    return subprocess.Popen(
+        [sys.executable, str(HOST), tool, arguments, "--", *proxy],
         env=daemon_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
     )
+
+
+async def _one_prompt(pilot: Pilot[None], app: ChitApp, host: subprocess.Popen[str]) -> Prompt:
+    """The one prompt in the inbox, once the daemon (another process) has written it."""
+    deadline = anyio.current_time() + 90
+    while not app.snapshot.prompts:
+        assert host.poll() is None, host.communicate()[1][-3000:]
+        assert anyio.current_time() < deadline, "the prompt never reached chit's inbox"
+        app.refresh_data()
+        await settle(pilot)
+        await anyio.sleep(0.2)
+    (prompt,) = app.snapshot.prompts
+    return prompt
+
+
+async def test_inbox_answer_completes_a_proxied_hosts_call(home: Path) -> None:
+    host = _host(home, "demo", "confirm_delete", '{"filename": "x.txt"}')
     try:
         app = build_app(Home(home))
         assert isinstance(app, ChitApp)
         async with app.run_test(size=(160, 48)) as pilot:
-            deadline = anyio.current_time() + 90
-            while not app.snapshot.prompts:  # the daemon writes it: another process
-                assert host.poll() is None, host.communicate()[1][-3000:]
-                assert anyio.current_time() < deadline, "the prompt never reached chit's inbox"
-                app.refresh_data()
-                await settle(pilot)
-                await anyio.sleep(0.2)
-            (prompt,) = app.snapshot.prompts
+            prompt = await _one_prompt(pilot, app, host)
             receipt = prompt.receipt  # whole (the table's rows carry no host)
             assert receipt.tool == "confirm_delete"
             assert receipt.host is not None and receipt.host.name  # the host's clientInfo
@@ -115,28 +128,12 @@ def everything_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 async def test_inbox_answers_a_sampling_request_outside_a_task(everything_home: Path) -> None:
     home = everything_home
-    proxy = [sys.executable, "-m", "chit", "proxy", "everything"]
-    call = json.dumps({"prompt": HOSTILE})
-    host = subprocess.Popen(
-        [sys.executable, str(HOST), "trigger-sampling-request", call, "--", *proxy],
-        env=daemon_env(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
+    host = _host(home, "everything", "trigger-sampling-request", json.dumps({"prompt": HOSTILE}))
     try:
         app = build_app(Home(home))
         assert isinstance(app, ChitApp)
         async with app.run_test(size=(160, 48)) as pilot:
-            deadline = anyio.current_time() + 90
-            while not app.snapshot.prompts:  # the daemon writes it: another process
-                assert host.poll() is None, host.communicate()[1][-3000:]
-                assert anyio.current_time() < deadline, "the question never reached the inbox"
-                app.refresh_data()
-                await settle(pilot)
-                await anyio.sleep(0.2)
-            (prompt,) = app.snapshot.prompts
+            prompt = await _one_prompt(pilot, app, host)
             assert prompt.receipt.tool == "trigger-sampling-request"
             assert prompt.request.kind.value == "sampling"
             await pilot.press("i")
