@@ -160,7 +160,9 @@ def test_a_sampling_question_chit_proxy_holds_is_a_form() -> None:
     from chit.proxy.questions import SAMPLING_SCHEMA
 
     message = "the server asks:\nsystem: be [bold]brief[/]\nuser: 2+2?\x1b[2J\n(at most 9 tokens)"
-    request = _request(SAMPLING_SCHEMA, kind=InputKind.SAMPLING, message=message)
+    request = _request(SAMPLING_SCHEMA, kind=InputKind.SAMPLING).model_copy(
+        update={"message": message}
+    )
     lines = request_lines(request, indent="")
     assert lines[:4] == [
         "the server asks:",

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream
 from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from pydantic import ValidationError
 
 from chit.engine import rpc
@@ -108,6 +109,11 @@ class RemoteBackend(RemoteEngine):
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel_route(p.route)
             raise
+        except DaemonUnavailable:
+            # The host gets a JSON-RPC error for its request (not a traceback on the
+            # proxy's stderr); the proxy itself ends with one line (``until_lost``).
+            message = "chit's daemon went away while the request was in flight"
+            return Answer(error={"code": INTERNAL_ERROR, "message": message})
         return answer
 
     async def notify(self, p: NotifyParams) -> None:
