@@ -1,7 +1,8 @@
 """Reconciler detection lag, notification latency and CPU against ``chit demo-server``.
 
-Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS] [--runs N] [--notify N] [--steady N]``
-(default 2,000 tasks of 3 s, 3 runs, 200 tasks per notification run, 1,000 in the CPU phase).
+Usage: ``python benchmarks/reconcile.py [TASKS] [SECONDS] [--runs N] [--notify N] [--steady N]
+[--compare-loop]`` (default 2,000 tasks of 3 s, 3 runs, 200 tasks per notification run, 1,000
+in the CPU phase).
 
 Every run, alternated so the baseline sees the same machine:
 
@@ -21,6 +22,10 @@ Every run, alternated so the baseline sees the same machine:
 4. **CPU per check**: STEADY live tasks (long ones), engine and bare loop in turn; client
    CPU (process time) over a 5 s window 2 s after creation, per check / per poll.
 
+``--compare-loop`` runs phases 3 and 4 a second time, alternated, with the engine's write
+batches committed on its event loop (``SupervisorOptions.write_thread=False``, as before
+2026-12-01) instead of its writer thread: before and after side by side on one machine.
+
 Reported per run and over all runs: lag p50 / p99 / max (goals: engine p99 ≤ 1.3× the bare
 loop's p99, no task later than one poll interval), "server done → all terminal", CPU per
 check (goal ≤ 1.5× the bare loop's per poll), notification → store p99 (goal < 100 ms in
@@ -30,6 +35,7 @@ every run). The load average is printed before and after each run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -49,7 +55,7 @@ from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E
 
 from chit import clock  # noqa: E402
 from chit.receipts import effective_poll_ms  # noqa: E402
-from chit.runtime import Completed, EngineEvent  # noqa: E402
+from chit.runtime import Completed, EngineEvent, SupervisorOptions  # noqa: E402
 from chit.tasks.client import Mode, TaskClient  # noqa: E402
 
 POLL_S = effective_poll_ms(500) / 1000  # the demo server hints 500 ms; chit's floor is 1 s
@@ -71,6 +77,11 @@ class Run:
     cpu_ms_per_check: float = 0.0
     create_s: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+
+
+def _options(generation: Mode, thread: bool) -> SupervisorOptions:
+    """The engine's options; ``thread=False`` commits write batches on the event loop."""
+    return dataclasses.replace(fast_options(generation), write_thread=thread)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -190,10 +201,12 @@ STEADY_TASK_S = 600.0
 """Tasks of the CPU phase outlive it: every check in the window is of a live task."""
 
 
-async def steady_engine(tmp: Path, n: int, settle: float, window: float, name: str) -> Run:
+async def steady_engine(
+    tmp: Path, n: int, settle: float, window: float, name: str, thread: bool = True
+) -> Run:
     """Client CPU per check while the engine keeps ``n`` live tasks true (after creation)."""
     run = Run()
-    options = fast_options("2026")
+    options = _options("2026", thread)
     async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
@@ -284,7 +297,9 @@ def _hint_arrivals(arrivals: dict[str, float]) -> Any:
     return original
 
 
-async def notifications(tmp: Path, n: int, seconds: float, generation: Mode, name: str) -> Run:
+async def notifications(
+    tmp: Path, n: int, seconds: float, generation: Mode, name: str, thread: bool = True
+) -> Run:
     """Server change → receipt committed for tasks whose end is pushed."""
     run = Run()
     arrivals: dict[str, float] = {}
@@ -297,7 +312,7 @@ async def notifications(tmp: Path, n: int, seconds: float, generation: Mode, nam
             if len(run.lags) >= n:
                 done.set()
 
-    options = fast_options(generation)
+    options = _options(generation, thread)
     try:
         async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
             sup.subscribe(on_event)
@@ -331,13 +346,17 @@ def _lag_cells(run: Run) -> str:
     return f"{p50:.0f} / {p99:.0f} / {top:.0f}"
 
 
-async def main(n: int, seconds: float, runs: int, notify: int, steady: int) -> None:
+async def main(
+    n: int, seconds: float, runs: int, notify: int, steady: int, compare: bool = False
+) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
     engines: list[Run] = []
     bares: list[Run] = []
     steady_e: list[Run] = []
     steady_b: list[Run] = []
+    steady_l: list[Run] = []  # --compare-loop: commits on the event loop
     notes: dict[str, list[Run]] = {"legacy": [], "2026": []}
+    notes_l: dict[str, list[Run]] = {"legacy": [], "2026": []}
     for r in range(runs):
         print(f"run {r + 1}: before engine  {load()}", flush=True)
         engines.append(await engine(tmp, n, seconds, f"engine-{r}"))
@@ -346,10 +365,25 @@ async def main(n: int, seconds: float, runs: int, notify: int, steady: int) -> N
         if steady:
             steady_e.append(await steady_engine(tmp, steady, 2.0, 5.0, f"steady-e-{r}"))
             steady_b.append(await steady_bare(tmp, steady, 2.0, 5.0, f"steady-b-{r}"))
+            if compare:
+                steady_l.append(
+                    await steady_engine(tmp, steady, 2.0, 5.0, f"steady-l-{r}", thread=False)
+                )
         for gen in ("legacy", "2026"):
             notes[gen].append(
                 await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}")  # type: ignore[arg-type]
             )
+            if compare:
+                notes_l[gen].append(
+                    await notifications(
+                        tmp,
+                        notify,
+                        seconds,
+                        gen,  # type: ignore[arg-type]
+                        f"notify-l-{gen}-{r}",
+                        thread=False,
+                    )
+                )
         print(f"run {r + 1}: done           {load()}", flush=True)
 
     print(
@@ -399,6 +433,16 @@ async def main(n: int, seconds: float, runs: int, notify: int, steady: int) -> N
                     f"{b.extra['cpu_ms_per_s']:.0f}",
                 )
             )
+            if compare:
+                lo = steady_l[r]
+                print(
+                    _row(
+                        f"    commits on the loop ({lo.checks} checks)",
+                        f"{lo.cpu_ms_per_check:.2f}",
+                        "",
+                        f"{lo.cpu_ms_per_check / b.cpu_ms_per_check:.2f}x",
+                    )
+                )
     print(_row("checks / polls, run 1", f"{engines[0].checks}", f"{bares[0].checks}"))
     print(
         _row("creating tasks (s), run 1", f"{engines[0].create_s:.1f}", f"{bares[0].create_s:.1f}")
@@ -407,6 +451,14 @@ async def main(n: int, seconds: float, runs: int, notify: int, steady: int) -> N
     print(_row("", "2025 (pushed)", "2026 (subscribed)"))
     for r in range(runs):
         print(_row(f"run {r + 1}", _lag_cells(notes["legacy"][r]), _lag_cells(notes["2026"][r])))
+        if compare:
+            print(
+                _row(
+                    "  commits on the loop",
+                    _lag_cells(notes_l["legacy"][r]),
+                    _lag_cells(notes_l["2026"][r]),
+                )
+            )
     for key, label in (("hint_p50_ms", "p50"), ("hint_p99_ms", "p99")):
         cells = [
             " / ".join(f"{x.extra[key]:.0f}" for x in notes[gen]) for gen in ("legacy", "2026")
@@ -424,5 +476,12 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--notify", type=int, default=200)
     parser.add_argument("--steady", type=int, default=1000, help="live tasks, CPU phase (0: skip)")
+    parser.add_argument(
+        "--compare-loop",
+        action="store_true",
+        help="also run phases 3 and 4 with write batches committed on the event loop",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.tasks, args.seconds, args.runs, args.notify, args.steady)
+    anyio.run(
+        main, args.tasks, args.seconds, args.runs, args.notify, args.steady, args.compare_loop
+    )

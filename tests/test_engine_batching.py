@@ -50,7 +50,9 @@ async def test_batch_commits_once_and_isolates_a_stale_receipt(tmp_path: Path) -
     async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
         ids = await _receipts(sup, 6)
         writer = sup.writer
-        real_update = sup.store.receipts.update
+        batch_store = writer.batch_store  # the batches' own connection (worker thread)
+        assert batch_store is not None
+        real_update = batch_store.receipts.update
         stale_once = {ids[2]}
 
         def flaky_update(receipt: Any, *args: Any, **kwargs: Any) -> Any:
@@ -59,7 +61,7 @@ async def test_batch_commits_once_and_isolates_a_stale_receipt(tmp_path: Path) -
                 raise StaleWrite("someone else wrote")
             return real_update(receipt, *args, **kwargs)
 
-        sup.store.receipts.update = flaky_update  # type: ignore[method-assign]
+        batch_store.receipts.update = flaky_update  # type: ignore[method-assign]
         before_tx = writer.transactions
         results: dict[str, Any] = {}
 

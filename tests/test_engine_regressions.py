@@ -72,8 +72,11 @@ async def test_a_retried_write_that_landed_is_not_reported_failed(tmp_path: Path
             r = await sup.call("demo", "slow_compute", {"seconds": 30, "label": f"c{i}"})
             ids.append(r.receipt_id)
         plain, stale = ids
-        db = sup.store.db
-        real_update = sup.store.receipts.update
+        # The batches commit on the writer's own connection (in its worker thread).
+        batch_store = sup.writer.batch_store
+        assert batch_store is not None
+        db = batch_store.db
+        real_update = batch_store.receipts.update
         real_commit = db.commit
         stale_once, fail_once = {stale}, [True]
 
@@ -89,7 +92,7 @@ async def test_a_retried_write_that_landed_is_not_reported_failed(tmp_path: Path
                 raise StoreIOError("disk I/O error at COMMIT")
             real_commit()
 
-        sup.store.receipts.update = flaky_update  # type: ignore[method-assign]
+        batch_store.receipts.update = flaky_update  # type: ignore[method-assign]
         db.commit = failing_commit  # type: ignore[method-assign]
         results: dict[str, Any] = {}
 

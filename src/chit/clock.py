@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from anyio import CancelScope
+    from anyio import CancelScope, CapacityLimiter, Event
 
 
 class Clock(Protocol):
@@ -111,6 +111,8 @@ class ManualClock:
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._live: set[int] = set()  # timers not cancelled yet (the heap drops the rest lazily)
         self._seq = itertools.count()
+        self._threads = 0  # work running in threads through ``in_thread``
+        self._threads_done: Event | None = None
 
     def now(self) -> datetime:
         """The virtual time as an aware UTC datetime."""
@@ -188,13 +190,39 @@ class ManualClock:
         """
         target = self._elapsed + seconds
         while True:
-            await settle()
+            await self.settle()
             nxt = self.next_deadline()
             if nxt is None or nxt > target:
                 break
             self.advance(max(0.0, nxt - self._elapsed))
         self.advance(max(0.0, target - self._elapsed))
-        await settle()
+        await self.settle()
+
+    async def settle(self) -> None:
+        """:func:`settle`, and also wait for work this clock's users run in threads.
+
+        A task waiting on a thread counts as waiting for :func:`settle`; work started
+        through :func:`in_thread` (the engine's store commits) is waited for here, so
+        virtual time never passes a write that has not landed yet.
+        """
+        import anyio
+
+        while True:
+            await settle()
+            if not self._threads:
+                return
+            if self._threads_done is None:
+                self._threads_done = anyio.Event()
+            await self._threads_done.wait()
+
+    def _thread_started(self) -> None:
+        self._threads += 1
+
+    def _thread_ended(self) -> None:
+        self._threads -= 1
+        if not self._threads and self._threads_done is not None:
+            self._threads_done.set()
+            self._threads_done = None
 
     def _add(self, seconds: float, fire: Callable[[], None]) -> int:
         seq = next(self._seq)
@@ -234,6 +262,29 @@ async def settle(limit: int = 10_000) -> None:
         if all(_blocked(task) for task in asyncio.all_tasks() if task is not me):
             return
     await anyio.wait_all_tasks_blocked()
+
+
+T = TypeVar("T")
+
+
+async def in_thread(
+    clock: Clock, fn: Callable[..., T], *args: Any, limiter: CapacityLimiter | None = None
+) -> T:
+    """Run ``fn(*args)`` in a worker thread and wait for its result (uncancellable).
+
+    On a :class:`ManualClock` the work is counted: :meth:`ManualClock.run_for` (and
+    :meth:`ManualClock.settle`) wait for it before time moves on.
+    """
+    import anyio.to_thread
+
+    manual = clock if isinstance(clock, ManualClock) else None
+    if manual is not None:
+        manual._thread_started()
+    try:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
+    finally:
+        if manual is not None:
+            manual._thread_ended()
 
 
 def _blocked(task: object) -> bool:

@@ -12,13 +12,21 @@ Two sources feed it. The Supervisor's own writes arrive through its event bus at
 Writes of other processes (a ``--no-daemon`` command, the sidecar) are found by watching
 ``PRAGMA data_version`` (which moves only when *another* connection commits) while
 anybody is subscribed; nobody subscribed, nothing is polled.
+
+The Supervisor's own batches commit on a second connection, in a worker thread
+(``ReceiptWriter.batch_store``), so ``data_version`` moves for them too, and a batch is
+in the store a moment before its bus events arrive. The feed therefore reads changes
+only up to what the writer has announced (``ReceiptWriter.announced_through``): a change
+of a batch still in flight is delivered when its bus event comes, with the state before
+it, never earlier as a change of unknown origin. A ``data_version`` tick meanwhile just
+finds nothing new.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -85,10 +93,21 @@ class ChangeFeed:
     Runs on the Supervisor's event loop thread (the store connection is bound to it).
     """
 
-    def __init__(self, store: Store, *, poll_s: float = EXTERNAL_POLL_S) -> None:
-        """Read the store's current cursor; nothing is delivered before ``subscribe``."""
+    def __init__(
+        self,
+        store: Store,
+        *,
+        poll_s: float = EXTERNAL_POLL_S,
+        announced: Callable[[], int | None] | None = None,
+    ) -> None:
+        """Read the store's current cursor; nothing is delivered before ``subscribe``.
+
+        ``announced`` (``ReceiptWriter.announced_through``) bounds how far the feed
+        reads while a batch of this process's writer is between COMMIT and its events.
+        """
         self.store = store
         self.poll_s = poll_s
+        self._announced = announced
         self._subscribers: list[_Subscriber] = []
         self._pending: dict[str, _Pending] = {}
         self._seen: OrderedDict[str, Receipt] = OrderedDict()
@@ -100,7 +119,11 @@ class ChangeFeed:
 
     def current_cursor(self) -> int:
         """The newest change cursor in the store (0 for an empty store)."""
-        return self.store.receipts.change_cursor()
+        return self._bounded(self.store.receipts.change_cursor())
+
+    def _bounded(self, cursor: int) -> int:
+        bound = self._announced() if self._announced is not None else None
+        return cursor if bound is None else min(cursor, bound)
 
     def _read_data_version(self) -> int:
         row = fetch_one(self.store.db, "PRAGMA data_version")
@@ -108,7 +131,8 @@ class ChangeFeed:
 
     def _changed_since(self, cursor: int, limit: int) -> tuple[list[tuple[str, int]], int]:
         """Receipts changed after ``cursor`` (id, change number), and the new cursor."""
-        rows = self.store.receipts.changed_since(cursor, limit + 1)
+        bound = self._announced() if self._announced is not None else None
+        rows = self.store.receipts.changed_since(cursor, limit + 1, upto=bound)
         return rows, max((n for _rid, n in rows), default=cursor)
 
     # --- sources ----------------------------------------------------------------------

@@ -44,7 +44,7 @@ class LocalEngine:
     def __init__(self, supervisor: Supervisor, tg: TaskGroup) -> None:
         """Serve ``supervisor``; the change feed's watcher runs in ``tg``."""
         self.supervisor = supervisor
-        self.feed = ChangeFeed(supervisor.store)
+        self.feed = ChangeFeed(supervisor.store, announced=supervisor.writer.announced_through)
         self._stop = anyio.Event()
         self._unsubscribe = supervisor.subscribe(self.feed.on_bus_event)
         tg.start_soon(self.feed.watch_external, self._stop)

@@ -20,6 +20,9 @@ class SupervisorOptions:
         heartbeat_s: the lease's heartbeat (and a viewer's takeover check).
         lease_stale_s: a lease not refreshed for this long may be taken over.
         settle_s: ``reconcile_once`` waits up to this for 2025 prompts to arrive.
+        write_thread: commit the checks' write batches in a worker thread on a second
+            connection, so the event loop keeps reading while the disk syncs (False:
+            on the loop, as before 2026-12-01; the benchmark's "before").
     """
 
     client: ClientOptions = field(default_factory=ClientOptions)
@@ -29,3 +32,4 @@ class SupervisorOptions:
     heartbeat_s: float = 2.0
     lease_stale_s: float = 10.0
     settle_s: float = 2.0
+    write_thread: bool = True

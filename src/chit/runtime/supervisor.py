@@ -90,6 +90,13 @@ class Supervisor:
             redactor=self.handles.redactor,
             digest_key=vault.digest_key(),
             clock=clock,
+            # The checks' batches commit on a connection of their own, in a worker
+            # thread: an fsync no longer holds the loop (see chit.reconcile.writer).
+            batch_store=(
+                Store.open_path(store.path, check_same_thread=False)
+                if options.write_thread
+                else None
+            ),
         )
         self._tg = tg
         self.traffic = ServerTraffic()
@@ -201,6 +208,7 @@ class Supervisor:
         owners.unregister(self.lease.owner)
         self.inbox.close()
         await self.pool.aclose()
+        await self.writer.aclose()
         self.keeper.release()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:

@@ -57,6 +57,7 @@ _LOST = "'vanished', 'expired', 'incompatible'"
 # The reconciler's ranges. Each repeats its partial index's WHERE terms (SQLite uses a
 # partial index only then); the ended-but-unretrieved arm names its index, because the
 # planner would otherwise walk every completed or failed receipt in receipts_by_state.
+_NO_BOUND = 2**63 - 1  # the largest change number SQLite can hold
 _LIVE_NEVER = "active = 1 AND next_check_at IS NULL"
 _LIVE_DUE = "active = 1 AND next_check_at <= ?1"
 _UNRETRIEVED = (
@@ -597,13 +598,16 @@ class ReceiptRepository:
         row = fetch_one(self._db, "SELECT max(change_seq) FROM receipts")
         return int(row[0]) if row is not None and row[0] is not None else 0
 
-    def changed_since(self, cursor: int, limit: int) -> builtins.list[tuple[str, int]]:
-        """Receipts written after change ``cursor``: (id, change number), oldest first."""
+    def changed_since(
+        self, cursor: int, limit: int, *, upto: int | None = None
+    ) -> builtins.list[tuple[str, int]]:
+        """Receipts written after change ``cursor`` (and not after ``upto``, when given):
+        (id, change number), oldest first."""
         rows = fetch_all(
             self._db,
             "SELECT receipt_id, change_seq FROM receipts WHERE change_seq > ?"
-            " ORDER BY change_seq LIMIT ?",
-            [cursor, limit],
+            " AND change_seq <= ? ORDER BY change_seq LIMIT ?",
+            [cursor, upto if upto is not None else _NO_BOUND, limit],
         )
         return [(str(r[0]), int(r[1])) for r in rows]
 

@@ -1,0 +1,174 @@
+"""The checks' write batches commit in a worker thread, on a connection of their own.
+
+The event loop keeps running while a batch's COMMIT waits for the disk; ``submit`` still
+returns only after COMMIT; the change feed never delivers a batch's change before its
+bus event (which carries the state before the change); a manual clock does not move
+while a batch is in the thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import ObjectReceiveStream
+
+from chit.clock import ManualClock, in_thread
+from chit.demo.server import build_demo_server
+from chit.engine.local import LocalEngine
+from chit.engine.models import EngineEvent, ReceiptUpdate
+from chit.errors import NotFound
+from chit.home import Home
+from chit.receipts import LifecycleState, ObservationSource, Receipt, StatusObserved
+from chit.reconcile import ReceiptWriter
+from chit.tasks.client import InProcessServer, ServerSpec
+from tests.engine_support import fast_options, file_key_env, supervisor
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+WAIT_S = 20.0
+"""Bound on waiting for another thread (a deadline, never an expected duration)."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _status(message: str) -> StatusObserved:
+    return StatusObserved(
+        status=LifecycleState.WORKING, source=ObservationSource.POLL, message=message
+    )
+
+
+def _gate_commit(writer: ReceiptWriter, *, after: bool) -> tuple[threading.Event, threading.Event]:
+    """Make the batch connection's COMMIT wait for ``release`` (before or after it lands).
+
+    Returns ``(reached, release)``: ``reached`` is set when the COMMIT is reached (``after``:
+    once it has landed).
+    """
+    store = writer.batch_store
+    assert store is not None, "the writer has no batch connection"
+    db = store.db
+    real_commit = db.commit
+    reached, release = threading.Event(), threading.Event()
+
+    def gated() -> None:
+        if after:
+            real_commit()
+        reached.set()
+        assert release.wait(WAIT_S), "the test never released the COMMIT"
+        if not after:
+            real_commit()
+
+    db.commit = gated  # type: ignore[method-assign]
+    return reached, release
+
+
+async def _reached(event: threading.Event) -> None:
+    assert await anyio.to_thread.run_sync(event.wait, WAIT_S), "the COMMIT was never reached"
+
+
+async def test_the_loop_runs_while_a_batch_commits_and_submit_waits_for_commit(
+    tmp_path: Path,
+) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+        reached, release = _gate_commit(sup.writer, after=False)
+        results: list[Receipt] = []
+
+        async def write() -> None:
+            results.append(await sup.writer.submit(rid, [_status("off the loop")]))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            await _reached(reached)
+            # The COMMIT waits in the worker thread, and this loop still runs: it reads
+            # the store (the change is not there yet) and the write is not acknowledged.
+            await anyio.lowlevel.checkpoint()
+            assert sup.store.receipts.require(rid).status_message != "off the loop"
+            assert results == []
+            release.set()
+        stored = sup.store.receipts.require(rid)
+        assert stored.status_message == "off the loop"
+        assert results[0].version == stored.version
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[LocalEngine]:
+    servers: dict[str, ServerSpec] = {
+        "demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    }
+
+    def resolve(name: str) -> ServerSpec:
+        if name not in servers:
+            raise NotFound(f"no server {name!r}")
+        return servers[name]
+
+    home = tmp_path / "home"
+    async with LocalEngine.open(
+        Home(home), environ=file_key_env(home), options=fast_options("2026"), resolve=resolve
+    ) as e:
+        yield e
+
+
+def _drain(stream: ObjectReceiveStream[EngineEvent]) -> list[EngineEvent]:
+    events: list[EngineEvent] = []
+    while True:
+        try:
+            events.append(stream.receive_nowait())
+        except anyio.WouldBlock:
+            return events
+
+
+async def test_the_feed_waits_for_a_committed_batchs_own_event(engine: LocalEngine) -> None:
+    """A batch committed in the thread is not delivered before its bus event."""
+    sup = engine.supervisor
+    rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+    async with engine.feed.subscribe() as stream:
+        _drain(stream)
+        reached, release = _gate_commit(sup.writer, after=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.writer.submit, rid, [_status("batched")])
+            await _reached(reached)
+            # Committed (this loop's connection sees it), its events not yet sent: what
+            # a data_version tick of the feed would do now must not deliver it.
+            assert sup.store.receipts.require(rid).status_message == "batched"
+            engine.feed.pump()
+            early = [e for e in _drain(stream) if isinstance(e, ReceiptUpdate)]
+            assert early == []
+            release.set()
+        with anyio.fail_after(WAIT_S):
+            update = await stream.receive()
+            while not isinstance(update, ReceiptUpdate) or update.receipt.receipt_id != rid:
+                update = await stream.receive()
+    assert update.receipt.status_message == "batched"
+    assert update.changes, "delivered without the change its bus event names"
+
+
+async def test_a_manual_clock_waits_for_work_in_a_thread() -> None:
+    clk = ManualClock()
+    go = threading.Event()
+    seen: list[float] = []
+
+    def work() -> float:
+        assert go.wait(WAIT_S)
+        return clk.monotonic()
+
+    async def worker() -> None:
+        seen.append(await in_thread(clk, work))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker)
+        # The thread is released from another thread, whenever that runs: time must not
+        # have moved past the work however late it is.
+        releaser = threading.Timer(0.05, go.set)
+        releaser.start()
+        await clk.run_for(5)
+    releaser.join()
+    assert seen == [0.0]
+    assert clk.monotonic() == 5
