@@ -17,49 +17,33 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from chit.clock import Clock, current_clock, parse_iso
-from chit.receipts import (
-    Event,
-    LifecycleState,
-    ObservationSource,
-    Receipt,
-    RetrievalCondition,
-    RetrievalFailed,
-    TaskProtocol,
-)
+from chit.clock import Clock, current_clock
+from chit.receipts import ObservationSource, Receipt
+from chit.reconcile.check import ReceiptCheck
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.handles import HandleBook, HandleUnavailable
+from chit.reconcile.hints import HintRouting
 from chit.reconcile.inbox import LegacyInbox
 from chit.reconcile.observe import TaskObserver
-from chit.reconcile.outcomes import failure_event
 from chit.reconcile.push import PushSubscriptions
 from chit.reconcile.schedule import DueScan
 from chit.reconcile.writer import ReceiptWriter
-from chit.store.db import fetch_one
-from chit.tasks.client import TaskError
 from chit.tasks.client.inputs import Hint
 
 log = logging.getLogger("chit.reconcile")
-
-HINT_PULL_S = 5.0
-"""A message-only hint brings the receipt's next check to within this (never sooner: at
-most one extra check per receipt per interval however often its message changes)."""
 
 HOLD_FLOOR_S = 1.0
 HOLD_CEILING_S = 300.0
 """A check that failed without writing anything (the store itself failing) is not
 polled again before this backoff (1 s, 2 s, … 300 s; in memory)."""
-
-_ENDED = frozenset({LifecycleState.COMPLETED.value, LifecycleState.FAILED.value})
 
 IDLE_WAIT_S = 1.0
 """Longest sleep between schedule scans: receipts written by other processes are seen
@@ -68,8 +52,13 @@ once on a hint or on a receipt change committed in this process (a new receipt, 
 that rescheduled one), so an idle engine wakes about once a second, not 20 times."""
 
 
-class Reconciler:
-    """Checks receipts against their servers and writes what it saw."""
+class Reconciler(HintRouting, ReceiptCheck):
+    """Checks receipts against their servers and writes what it saw.
+
+    Hints are routed by :class:`~chit.reconcile.hints.HintRouting`, one check is
+    :class:`~chit.reconcile.check.ReceiptCheck`; this class holds their state, the
+    routes and the schedule loop.
+    """
 
     def __init__(
         self,
@@ -112,70 +101,6 @@ class Reconciler:
         self._ended: dict[str, Hint] = {}  # rid → a 2025 push saying it ended (observe.py)
         self.checks = 0
         self.message_hints = 0
-
-    # --- hints --------------------------------------------------------------------------
-
-    async def on_hint(self, task_id: str) -> None:
-        """A server said a task changed: check it now, unless only its message moved.
-
-        ``task_id`` may be a :class:`Hint` carrying the notified status. A hint that
-        shows the stored non-terminal status again (a status-*message* change) only pulls
-        the next check earlier (:meth:`_pull`); a different status - a transition, the
-        end, ``input_required`` - or an unknown one triggers an immediate, coalesced
-        ``tasks/get``. Nothing the push said is ever written without that ``tasks/get``.
-        """
-        receipt_id = self.handles.receipt_for(task_id)
-        if receipt_id is None:
-            return
-        status = task_id.status if isinstance(task_id, Hint) else None
-        if status is not None and self._same_status(receipt_id, status):
-            return
-        if isinstance(task_id, Hint) and status in _ENDED:
-            self._ended[receipt_id] = task_id
-        server = self._queued.get(receipt_id)
-        if server is not None and self.pool.promote(server, receipt_id):
-            return  # its check has not asked yet: it will see the change, and go first
-        self._hinted.add(receipt_id)
-        self._wake.set()
-
-    def _same_status(self, receipt_id: str, status: str) -> bool:
-        """True when ``status`` is what the store already says (no news but the message).
-
-        A matching live status pulls the next check earlier (bounded); a matching
-        terminal status needs nothing (a missing result is due by the schedule anyway).
-        ``input_required`` is never "the same": its prompts may have changed with it.
-        """
-        if status == LifecycleState.INPUT_REQUIRED.value:
-            return False
-        row = fetch_one(
-            self.store.db,
-            "SELECT state, active, next_check_at FROM receipts WHERE receipt_id = ?",
-            [receipt_id],
-        )
-        if row is None or row["state"] != status:
-            return False
-        if row["active"]:
-            self._pull(receipt_id, row["next_check_at"])
-        self.message_hints += 1
-        return True
-
-    def _pull(self, receipt_id: str, next_check_at: str | None) -> None:
-        """Bring a receipt's next check to within ``HINT_PULL_S`` (in memory, no write)."""
-        soon = self.clock.now() + timedelta(seconds=HINT_PULL_S)
-        if next_check_at is not None and parse_iso(next_check_at) <= soon:
-            return  # the schedule already checks it soon enough
-        deadline = self.clock.monotonic() + HINT_PULL_S
-        if self._pulled.get(receipt_id, deadline + 1) > deadline:
-            self._pulled[receipt_id] = deadline
-
-    def _due_pulls(self) -> list[str]:
-        if not self._pulled:
-            return []
-        now = self.clock.monotonic()
-        due = [rid for rid, at in self._pulled.items() if at <= now]
-        for rid in due:
-            del self._pulled[rid]
-        return due
 
     # --- routes -------------------------------------------------------------------------
 
@@ -291,7 +216,7 @@ class Reconciler:
         while self._inflight:
             await self._settled.wait()
 
-    # --- one check ------------------------------------------------------------------------
+    # --- checks in the background ---------------------------------------------------------
 
     async def _check_loop(self, rid: str, source: ObservationSource) -> None:
         self._pulled.pop(rid, None)  # this check is the one the hint asked for
@@ -323,111 +248,3 @@ class Reconciler:
     def _is_held(self, rid: str) -> bool:
         held = self._held.get(rid)
         return held is not None and held[0] > self.clock.monotonic()
-
-    async def check(
-        self, receipt_id: str, source: ObservationSource = ObservationSource.POLL
-    ) -> Receipt | None:
-        """Ask the server about one receipt and record what it said (or why it could not)."""
-        receipt = self._read(receipt_id)
-        if receipt is None or receipt.protocol is TaskProtocol.SYNC:
-            return receipt
-        if receipt.is_terminal and not _needs_result(receipt):
-            self._known.pop(receipt_id, None)
-            return receipt
-        self.checks += 1
-        try:
-            task_id = self.handles.task_id(receipt)
-        except HandleUnavailable as exc:
-            event = RetrievalFailed(
-                condition=RetrievalCondition.INCOMPATIBLE, message=str(exc), source=source
-            )
-            return await self.writer.submit(receipt_id, [event], base=receipt)
-        hinted = source is ObservationSource.NOTIFICATION
-        try:
-            events = await self._ask(receipt, task_id, source, urgent=hinted)
-        except TaskError as exc:
-            if exc.failure_class == "transient":
-                self.pool.broken(receipt.server)
-            event = failure_event(exc, source)
-            if exc.failure_class == "lost":
-                # A stdio server's task that died with an earlier process of the server
-                # is said so in words (what happened, not just "unknown task").
-                ended = self.pool.lost_with_process(
-                    receipt.server, receipt.accepted_at, receipt.expires_at
-                )
-                if ended is not None:  # the server's own words stay beside it
-                    event = dataclasses.replace(event, message=f"{ended} ({event.message})")
-            return await self.writer.submit(receipt_id, [event], base=receipt)
-        except Exception as exc:
-            # Anything else (a bug, a resolver surprise) is still recorded, with backoff:
-            # a check that writes nothing would leave the receipt due, checked every tick.
-            log.warning("check of %s raised", receipt_id, exc_info=True)
-            odd = RetrievalFailed(
-                condition=RetrievalCondition.UNREACHABLE,
-                message=f"unexpected error: {type(exc).__name__}: {exc}"[:300],
-                source=source,
-            )
-            return await self.writer.submit(receipt_id, [odd], base=receipt)
-        self.pool.succeeded(receipt.server)
-        # A hint that found nothing new writes nothing: the schedule stays as it was.
-        try:
-            after = await self.writer.submit(
-                receipt_id, events, base=receipt, skip_freshness=hinted
-            )
-        except (OverflowError, ValueError) as exc:
-            # The reply parsed but cannot be folded (e.g. a TTL past year 9999): a
-            # malformed answer, recorded as such instead of failing the check.
-            bad = RetrievalFailed(
-                condition=RetrievalCondition.UNREACHABLE,
-                message=f"protocol_violation: unusable reply ({exc})"[:300],
-                source=source,
-            )
-            return await self.writer.submit(receipt_id, [bad], base=receipt)
-        self._remember(after)
-        self.push.track(after.server, task_id, live=not after.is_terminal)
-        if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
-            self.inbox.ensure_watch(after, task_id)
-        return after
-
-    def _read(self, receipt_id: str) -> Receipt | None:
-        """The receipt as stored: the copy in hand when its version is still current.
-
-        Saves parsing the JSON document on every check; any other writer (an answer, a
-        cancel, another process) bumps the version and the row is read again.
-        """
-        known = self._known.get(receipt_id)
-        if known is not None:
-            row = fetch_one(
-                self.store.db, "SELECT version FROM receipts WHERE receipt_id = ?", [receipt_id]
-            )
-            if row is not None and int(row[0]) == known.version:
-                return known
-        return self.store.receipts.get(receipt_id)
-
-    def _remember(self, receipt: Receipt) -> None:
-        if receipt.is_terminal and not _needs_result(receipt):
-            self._known.pop(receipt.receipt_id, None)  # never checked again
-        else:
-            self._known[receipt.receipt_id] = receipt
-
-    async def _ask(
-        self, receipt: Receipt, task_id: str, source: ObservationSource, *, urgent: bool
-    ) -> list[Event]:
-        rid = receipt.receipt_id
-        self._queued[rid] = receipt.server
-        try:
-            async with self.pool.limit(receipt.server, urgent=urgent, key=rid):
-                self._queued.pop(rid, None)
-                client = await self.pool.get(receipt.server)
-                ended = self._ended.pop(rid, None)
-                return await self.observer.observe(client, receipt, task_id, source, ended)
-        finally:
-            self._queued.pop(rid, None)
-
-
-def _needs_result(receipt: Receipt) -> bool:
-    return (
-        receipt.outcome is None
-        and receipt.state in (LifecycleState.COMPLETED, LifecycleState.FAILED)
-        and receipt.next_check_at is not None
-    )
