@@ -370,16 +370,14 @@ async def main(
                     await steady_engine(tmp, steady, 2.0, 5.0, f"steady-l-{r}", thread=False)
                 )
         for gen in ("legacy", "2026"):
-            notes[gen].append(
-                await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}")  # type: ignore[arg-type]
-            )
+            notes[gen].append(await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}"))
             if compare:
                 notes_l[gen].append(
                     await notifications(
                         tmp,
                         notify,
                         seconds,
-                        gen,  # type: ignore[arg-type]
+                        gen,
                         f"notify-l-{gen}-{r}",
                         thread=False,
                     )

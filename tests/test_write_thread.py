@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from chit.clock import ManualClock, in_thread
 from chit.demo.server import build_demo_server
@@ -117,6 +118,7 @@ async def engine(tmp_path: Path) -> AsyncIterator[LocalEngine]:
 
 
 def _drain(stream: ObjectReceiveStream[EngineEvent]) -> list[EngineEvent]:
+    assert isinstance(stream, MemoryObjectReceiveStream)  # the feed's own streams
     events: list[EngineEvent] = []
     while True:
         try:
