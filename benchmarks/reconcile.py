@@ -362,24 +362,32 @@ async def main(
         engines.append(await engine(tmp, n, seconds, f"engine-{r}"))
         print(f"run {r + 1}: before bare    {load()}", flush=True)
         bares.append(await bare(tmp, n, seconds, f"bare-{r}"))
+        # --compare-loop: the loop variant goes first in every other run (a loaded
+        # machine's drift then favours neither side).
+        loop_first = compare and r % 2 == 1
         if steady:
+            if loop_first:
+                steady_l.append(
+                    await steady_engine(tmp, steady, 2.0, 5.0, f"steady-l-{r}", thread=False)
+                )
             steady_e.append(await steady_engine(tmp, steady, 2.0, 5.0, f"steady-e-{r}"))
             steady_b.append(await steady_bare(tmp, steady, 2.0, 5.0, f"steady-b-{r}"))
-            if compare:
+            if compare and not loop_first:
                 steady_l.append(
                     await steady_engine(tmp, steady, 2.0, 5.0, f"steady-l-{r}", thread=False)
                 )
         for gen in ("legacy", "2026"):
-            notes[gen].append(await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}"))
-            if compare:
+            if loop_first:
                 notes_l[gen].append(
                     await notifications(
-                        tmp,
-                        notify,
-                        seconds,
-                        gen,
-                        f"notify-l-{gen}-{r}",
-                        thread=False,
+                        tmp, notify, seconds, gen, f"notify-l-{gen}-{r}", thread=False
+                    )
+                )
+            notes[gen].append(await notifications(tmp, notify, seconds, gen, f"notify-{gen}-{r}"))
+            if compare and not loop_first:
+                notes_l[gen].append(
+                    await notifications(
+                        tmp, notify, seconds, gen, f"notify-l-{gen}-{r}", thread=False
                     )
                 )
         print(f"run {r + 1}: done           {load()}", flush=True)
