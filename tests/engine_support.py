@@ -94,6 +94,35 @@ async def supervisor(
         yield sup
 
 
+@asynccontextmanager
+async def demo_engine(tmp_path: Path, *, run: bool = False) -> AsyncIterator[Any]:
+    """A :class:`~chit.engine.local.LocalEngine` on ``tmp_path/home`` whose one server,
+    ``demo``, is chit's demo server in process (``run``: reconciling too)."""
+    from chit.demo.server import build_demo_server
+    from chit.engine.local import LocalEngine
+    from chit.errors import NotFound
+    from chit.tasks.client import InProcessServer
+
+    servers: dict[str, ServerSpec] = {
+        "demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    }
+
+    def resolve(name: str) -> ServerSpec:
+        if name not in servers:
+            raise NotFound(f"no server {name!r}")
+        return servers[name]
+
+    home = tmp_path / "home"
+    async with LocalEngine.open(
+        Home(home),
+        environ=file_key_env(home),
+        options=fast_options("2026"),
+        resolve=resolve,
+        run=run,
+    ) as engine:
+        yield engine
+
+
 async def wait_receipt(
     sup: Supervisor, receipt_id: str, done: Callable[[Receipt], bool], *, within: float = 30.0
 ) -> Receipt:

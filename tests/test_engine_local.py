@@ -10,7 +10,6 @@ import anyio
 import pytest
 from anyio.abc import ObjectReceiveStream
 
-from chit.demo.server import build_demo_server
 from chit.engine import Engine
 from chit.engine.hosted import HostedEngine
 from chit.engine.local import LocalEngine
@@ -18,8 +17,8 @@ from chit.engine.models import EngineEvent, ReceiptUpdate
 from chit.errors import NotFound
 from chit.home import Home
 from chit.receipts import LifecycleState
-from chit.tasks.client import InProcessServer, ServerSpec, StdioServer
-from tests.engine_support import fast_options, file_key_env, write_config
+from chit.tasks.client import StdioServer
+from tests.engine_support import demo_engine, fast_options, file_key_env, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -31,23 +30,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[LocalEngine]:
-    servers: dict[str, ServerSpec] = {
-        "demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    }
-
-    def resolve(name: str) -> ServerSpec:
-        if name not in servers:
-            raise NotFound(f"no server {name!r}")
-        return servers[name]
-
-    home = tmp_path / "home"
-    async with LocalEngine.open(
-        Home(home),
-        environ=file_key_env(home),
-        options=fast_options("2026"),
-        resolve=resolve,
-        run=True,
-    ) as e:
+    async with demo_engine(tmp_path, run=True) as e:
         yield e
 
 

@@ -21,12 +21,10 @@ from chit.clock import ManualClock, in_thread
 from chit.demo.server import build_demo_server
 from chit.engine.local import LocalEngine
 from chit.engine.models import EngineEvent, ReceiptUpdate
-from chit.errors import NotFound
-from chit.home import Home
 from chit.receipts import LifecycleState, ObservationSource, Receipt, StatusObserved
 from chit.reconcile import ReceiptWriter
-from chit.tasks.client import InProcessServer, ServerSpec
-from tests.engine_support import fast_options, file_key_env, supervisor
+from chit.tasks.client import InProcessServer
+from tests.engine_support import demo_engine, fast_options, supervisor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -101,19 +99,7 @@ async def test_the_loop_runs_while_a_batch_commits_and_submit_waits_for_commit(
 
 @pytest.fixture
 async def engine(tmp_path: Path) -> AsyncIterator[LocalEngine]:
-    servers: dict[str, ServerSpec] = {
-        "demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    }
-
-    def resolve(name: str) -> ServerSpec:
-        if name not in servers:
-            raise NotFound(f"no server {name!r}")
-        return servers[name]
-
-    home = tmp_path / "home"
-    async with LocalEngine.open(
-        Home(home), environ=file_key_env(home), options=fast_options("2026"), resolve=resolve
-    ) as e:
+    async with demo_engine(tmp_path) as e:  # not reconciling: the test writes itself
         yield e
 
 
