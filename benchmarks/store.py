@@ -285,6 +285,9 @@ def main() -> None:
     parser.add_argument("--per-slice", type=int, default=200)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--cold", type=int, default=15, help="cold-start rounds (0: skip)")
+    parser.add_argument(
+        "--no-timelines", action="store_true", help="skip the timeline and prune figures"
+    )
     args = parser.parse_args()
     print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL")
     print(f"before: {walstat.load()}")
@@ -343,8 +346,9 @@ def main() -> None:
         for name, ms in listing(base / "list", args.rows).items():
             print(f"  {name:<34} {ms:8.2f} ms")
         print(f"after listing: {walstat.load()}")
-        retention.timeline_figures(base)
-        print(f"after timelines: {walstat.load()}")
+        if not args.no_timelines:
+            retention.timeline_figures(base)
+            print(f"after timelines: {walstat.load()}")
         if args.cold:
             cold = cold_start(base, args.cold)
             bare = cold["python -c pass"]

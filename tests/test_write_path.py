@@ -32,7 +32,7 @@ from chit.sidecar.anchors import SidecarStore
 from chit.store import Store
 from chit.store.db import connect, immediate
 from chit.store.migrations import SCHEMA_VERSION, migrations
-from chit.store.receipt_repo import dump_doc
+from chit.store.receipt_repo import ReceiptRepository, dump_doc
 from tests.store_support import T0, make_obs, make_receipt
 
 BLOB = b"\x01" + bytes(8) + bytes(12) + b"c" * 24
@@ -91,8 +91,52 @@ def test_store_migration_keeps_timelines_and_rules(tmp_path: Path) -> None:
         indexes = {
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }
-        assert {"receipts_by_state", "receipts_by_server", "receipts_live"} <= indexes
-        assert not {"receipts_by_status", "receipts_due"} & indexes
+        assert {"receipts_by_state", "receipts_live"} <= indexes
+        assert not {"receipts_by_status", "receipts_due", "receipts_by_server"} & indexes
+        assert migrated.quick_check() == ["ok"]
+
+
+def test_store_migration_serves_the_server_filter_from_the_state_index(
+    tmp_path: Path,
+) -> None:
+    """0008 drops ``receipts_by_server``: an old file's receipts keep every row and list
+    by server exactly as before, from ``receipts_by_state`` (which now carries the server)."""
+    path = tmp_path / "chit.db"
+    db = connect(path)
+    with immediate(db):
+        migrations.apply(db, stop_before="0008_one_listing_index")
+    old = ReceiptRepository(db)
+    made = []
+    for i in range(60):
+        r = make_receipt(
+            f"r{i:03d}",
+            state=STATES[i % len(STATES)],
+            server=f"srv{i % 4}",
+            status_at=T0 + timedelta(seconds=(i * 7) % 23),  # ties, broken by id
+        )
+        old.insert(r, BLOB, FP, [make_obs(r.receipt_id)])
+        made.append(r)
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    db.close()
+
+    with Store.open_path(path) as migrated:
+        assert migrated.schema_version == SCHEMA_VERSION
+        conn = migrated.db.conn
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "receipts_by_server" not in indexes
+        columns = [r[2] for r in conn.execute("PRAGMA index_info(receipts_by_state)")]
+        assert columns == ["state", "status_at", "receipt_id", "server"]
+        assert [migrated.receipts.get(r.receipt_id) for r in made] == made
+        assert migrated.observations.count() == 60
+        for server in ("srv1", "srv3", "nobody"):
+            assert _pages(migrated, 4, server=server) == _expected(
+                made, lambda r, s=server: r.server == s
+            )
+        working = LifecycleState.WORKING
+        assert _pages(migrated, 2, server="srv0", state=working) == _expected(
+            made, lambda r: r.server == "srv0" and r.state == working
+        )
+        assert migrated.receipts.counts_by_state() == dict.fromkeys(LifecycleState, 12)
         assert migrated.quick_check() == ["ok"]
 
 
@@ -212,6 +256,15 @@ def test_merged_state_ranges_list_like_one_index(store: Store) -> None:
         made, lambda r: r.state in live and r.server == "srv1"
     )
     assert _pages(store, 50, state=[]) == _expected(made, lambda r: True)  # no state = all
+    # A server filter alone, or with one state: the state index's server, tested per entry.
+    assert _pages(store, 11, server="srv2") == _expected(made, lambda r: r.server == "srv2")
+    failed = LifecycleState.FAILED
+    assert _pages(store, 3, server="srv0", state=failed) == _expected(
+        made, lambda r: r.server == "srv0" and r.state == failed
+    )
+    assert _pages(store, 8, server="srv1", text="needle") == _expected(
+        made, lambda r: r.server == "srv1" and r.purpose == "needle"
+    )
     # The TUI's marks: the newest status time, and what was observed since one.
     ordered = sorted(made, key=lambda r: (r.status_at, r.receipt_id))
     assert store.receipts.newest_status_at() == clock.iso(ordered[-1].status_at)

@@ -24,30 +24,28 @@ _ALL_STATES = [s.value for s in LifecycleState]
 def _filtered(
     states: Sequence[str],
     server: str | None,
-    work_ref: str | None,
+    work_ref: str,
     terms: Sequence[str],
     params: Sequence[Any],
     limit: int,
 ) -> tuple[str, list[Any]]:
-    """One page filtered by server or work ref: walk that filter's index in order.
+    """One page filtered by work ref: walk ``receipts_by_work`` in order.
 
     ``INDEXED BY`` keeps the planner from taking ``receipts_by_state`` for a state
     filter given beside it, which would sort every receipt in those states.
     """
-    index = "receipts_by_server" if server is not None else "receipts_by_work"
     where = list(terms)
     args: list[Any] = list(params)
     if server is not None:
         where.insert(0, "server = ?")
         args.insert(0, server)
-    if work_ref is not None:
-        where.insert(0, "work_ref = ?")
-        args.insert(0, work_ref)
+    where.insert(0, "work_ref = ?")
+    args.insert(0, work_ref)
     if states:
         where.append(f"state IN ({', '.join('?' * len(states))})")
         args.extend(states)
     sql = (
-        f"SELECT doc, status_at, receipt_id FROM receipts INDEXED BY {index}"
+        "SELECT doc, status_at, receipt_id FROM receipts INDEXED BY receipts_by_work"
         f" WHERE {' AND '.join(where)}{_ORDER} LIMIT ?"
     )
     return sql, [*args, limit]
@@ -61,7 +59,9 @@ def _by_states(
     Each state is a range of ``receipts_by_state`` already in page order, so a page is
     the merge of at most ``limit`` index entries per state — no index ordered by status
     alone is needed (one b-tree fewer on every receipt write), and a page stays a few
-    short index reads however many receipts there are.
+    short index reads however many receipts there are. A server filter is one of the
+    ``terms``: the index carries the server, so it is tested on the index entry and a
+    receipt of another server costs no table read (migration 0008).
     """
     where = " AND ".join(["state = ?", *terms])
     arm = f"SELECT status_at, receipt_id FROM receipts WHERE {where}{_ORDER} LIMIT ?"
@@ -125,9 +125,12 @@ class ReceiptPages:
             status_at, receipt_id = decode_cursor(after)
             terms.append("(status_at, receipt_id) < (?, ?)")
             params.extend([status_at, receipt_id])
-        if server is not None or work_ref is not None:
+        if work_ref is not None:
             sql, args = _filtered(states, server, work_ref, terms, params, limit + 1)
         else:
+            if server is not None:
+                terms.insert(0, "server = ?")
+                params.insert(0, server)
             sql, args = _by_states(states or _ALL_STATES, terms, params, limit + 1)
         rows = fetch_all(self._db, sql, args)
         more = len(rows) > limit
