@@ -190,11 +190,7 @@ class Upstreams:
         with anyio.CancelScope() as scope:
             att.routes[p.route] = scope
             try:
-                raw = await client.session._dispatcher.send_raw_request(
-                    p.method,
-                    data["params"],
-                    opts,  # type: ignore[arg-type]
-                )
+                raw = await _send(client, p, data["params"], opts)
                 self.sup.pool.succeeded(att.server)
                 answer = Answer(result=raw)
             except MCPError as exc:
@@ -291,6 +287,25 @@ class Upstreams:
         for att in list(self.attachments.values()):
             if att.server == server:
                 await _quietly(att.peer.notice(method, params))
+
+
+async def _send(
+    client: TaskClient, p: ForwardParams, params: dict[str, Any], opts: dict[str, Any]
+) -> dict[str, Any]:
+    """Send on the session; the server's result (its JSON), or ``MCPError``.
+
+    Over a stdio server's pipes a request without progress goes out as JSON and its
+    answer comes back as JSON (:meth:`ServerPipes.request`, under an id of the
+    session's own counter); otherwise through the SDK's dispatcher.
+    """
+    dispatcher = client.session._dispatcher
+    pipes = client.pipes
+    if pipes is None or p.progress:
+        return await dispatcher.send_raw_request(p.method, params, opts)  # type: ignore[arg-type]
+    request_id = dispatcher._allocate_id()  # type: ignore[attr-defined]
+    while request_id in dispatcher._pending:  # type: ignore[attr-defined]
+        request_id = dispatcher._allocate_id()  # type: ignore[attr-defined]
+    return await pipes.request(request_id, p.method, params, opts["timeout"])
 
 
 def _newest_call(attachments: list[Attachment]) -> tuple[Attachment, str] | None:

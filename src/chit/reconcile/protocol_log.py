@@ -80,7 +80,11 @@ def render(logged: _Logged) -> LoggedMessage:
         return LoggedMessage(logged.at, logged.direction, "transport", None, None, text)
     body = getattr(message, "message", message)
     dump = getattr(body, "model_dump", None)
-    data: Any = dump(mode="json", by_alias=True, exclude_none=True) if callable(dump) else str(body)
+    data: Any
+    if isinstance(body, dict):  # sent or received as JSON (chit.tasks.client.pipes)
+        data = body
+    else:
+        data = dump(mode="json", by_alias=True, exclude_none=True) if callable(dump) else str(body)
     kind = "notification"
     if isinstance(data, dict):
         if "error" in data:

@@ -48,6 +48,7 @@ from chit.tasks.client.models import (
     ToolInfo,
 )
 from chit.tasks.client.parse import parse_call_result
+from chit.tasks.client.pipes import ServerPipes
 from chit.tasks.client.spec import ServerSpec
 from chit.tasks.client.tap import Tap
 
@@ -114,6 +115,9 @@ class TaskClient:
         self._wakeups: dict[str, anyio.Event] = {}
         self._support: dict[str, wire.TaskSupport] = {}
         self._tools: dict[str, ToolInfo] = {}
+        self.pipes: ServerPipes | None = None
+        """A stdio server's pipes when served on the event loop (``chit.tasks.client.pipes``):
+        :meth:`ServerPipes.request` sends a request whose answer is wanted as JSON."""
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -133,6 +137,7 @@ class TaskClient:
                 on_notification=self._on_notification,
                 tap=self._tap,
                 on_message=self._on_message,
+                on_pipes=self._set_pipes,
             )
         except BaseException as exc:
             # Close without re-raising through the stack: the SDK's task groups would wrap
@@ -143,6 +148,9 @@ class TaskClient:
             raise
         self._stack = stack
         return self
+
+    def _set_pipes(self, pipes: ServerPipes | None) -> None:
+        self.pipes = pipes
 
     async def __aexit__(self, *exc_info: Any) -> None:
         """Disconnect (kills a stdio child, closes HTTP sessions)."""

@@ -16,6 +16,7 @@ from chit.tasks import wire
 from chit.tasks.client.errors import IncompatibleError
 from chit.tasks.client.extension import HintHandler, TasksClientExtension
 from chit.tasks.client.inputs import InputRouter
+from chit.tasks.client.pipes import ServerPipes
 from chit.tasks.client.spec import ServerSpec, open_target
 from chit.tasks.client.tap import Tap
 
@@ -46,13 +47,14 @@ async def connect(
     declare_roots: bool = False,
     tap: Tap | None = None,
     on_message: MessageHandler | None = None,
+    on_pipes: Callable[[ServerPipes | None], None] | None = None,
 ) -> Client:
     """Open ``spec`` on ``stack`` and negotiate; the caller classifies and cleans up errors.
 
     Raises:
         IncompatibleError: ``mode`` is ``2026`` and the server negotiated an older version.
     """
-    target = await open_target(spec, stack, tap)
+    target = await open_target(spec, stack, tap, on_pipes)
     client = Client(
         target,
         # "2026" negotiates like "auto" and is checked below: pinning the SDK to

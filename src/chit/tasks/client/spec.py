@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -16,7 +16,9 @@ from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from chit.tasks.client import pipes
 from chit.tasks.client.noise import StdoutNoise, counted_stdio
+from chit.tasks.client.pipes import ServerPipes
 from chit.tasks.client.tap import Tap, tapped
 
 
@@ -94,24 +96,46 @@ ServerSpec = StdioServer | HttpServer | InProcessServer | TransportServer
 """Anything :class:`~chit.tasks.client.TaskClient` can connect to."""
 
 
-async def open_target(spec: ServerSpec, stack: AsyncExitStack, tap: Tap | None = None) -> Any:
+async def open_target(
+    spec: ServerSpec,
+    stack: AsyncExitStack,
+    tap: Tap | None = None,
+    on_pipes: Callable[[ServerPipes | None], None] | None = None,
+) -> Any:
     """Return the object to hand to ``mcp.Client(server=...)`` for ``spec``.
 
     Resources that must outlive the call (the HTTP connection pool) are entered on
     ``stack`` so they close with the client. With ``tap``, every message of a transport
-    (not of an in-process server, which has none) is shown to it.
+    (not of an in-process server, which has none) is shown to it. A stdio server is
+    served on the event loop where it can be (:mod:`chit.tasks.client.pipes`);
+    ``on_pipes`` is then told its :class:`ServerPipes`.
     """
     if isinstance(spec, InProcessServer):
         return spec.server
-    transport = await _transport(spec, stack)
+    transport = await _transport(spec, stack, tap, on_pipes)
     return tapped(transport, tap) if tap is not None else transport
 
 
 async def _transport(
-    spec: StdioServer | HttpServer | TransportServer, stack: AsyncExitStack
+    spec: StdioServer | HttpServer | TransportServer,
+    stack: AsyncExitStack,
+    tap: Tap | None,
+    on_pipes: Callable[[ServerPipes | None], None] | None,
 ) -> Any:
     if isinstance(spec, TransportServer):
         return spec.transport
+    if isinstance(spec, StdioServer) and pipes.available():
+        label = repr(spec.label) if spec.label else repr(os.path.basename(spec.command))
+        return pipes.pipe_stdio(
+            spec.command,
+            list(spec.args),
+            env=dict(spec.env) if spec.env is not None else None,
+            cwd=spec.cwd,
+            errlog=spec.stderr if spec.stderr is not None else sys.stderr,
+            noise=StdoutNoise(label, sink=spec.stderr),
+            tap=tap,
+            on_pipes=on_pipes,
+        )
     if isinstance(spec, StdioServer):
         params = StdioServerParameters(
             command=spec.command,
