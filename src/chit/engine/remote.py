@@ -136,6 +136,8 @@ class RemoteEngine:
                     waiter.done.set()
                 elif frame.method is not None:
                     self._from_daemon(frame)
+                else:
+                    self._reply(frame)
         except anyio.DelimiterNotFound:
             why = "chit's daemon sent a frame over the size limit"
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
@@ -147,6 +149,9 @@ class RemoteEngine:
             self._waiting.clear()
             for sub in self._subscriptions.values():
                 sub.send.close()
+
+    def _reply(self, frame: rpc.Frame) -> None:
+        """A response no caller waits for (``chit proxy`` answers some by callback)."""
 
     def _from_daemon(self, frame: rpc.Frame) -> None:
         """A request or notification of the daemon other than an event (none here).

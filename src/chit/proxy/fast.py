@@ -27,14 +27,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp_types import INTERNAL_ERROR, PROTOCOL_VERSION_META_KEY
+from pydantic import ValidationError
 
+from chit.engine import rpc
+from chit.errors import ChitError
 from chit.proxy import wire as pwire
-from chit.proxy.models import ForwardParams
+from chit.proxy.models import Answer, ForwardParams
+from chit.proxy.stdio import Inline, Job, Write
 from chit.tasks import wire
 
 if TYPE_CHECKING:
@@ -43,13 +48,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("chit.proxy")
 
 PASSED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete"})
-Job = Callable[[], Awaitable[bytes | None]]
-"""Runs one request of the fast path; its answer line (None: cancelled, no answer)."""
 
 
 def enabled() -> bool:
     """False when ``CHIT_PROXY_FAST=0`` (every request takes the SDK's path)."""
     return os.environ.get("CHIT_PROXY_FAST", "1") != "0"
+
+
+@dataclass(eq=False)
+class _Sent:
+    """A request sent to the daemon whose answer comes by callback."""
+
+    route: str
+    request_id: int = 0
 
 
 class FastPath:
@@ -58,13 +69,15 @@ class FastPath:
     def __init__(self, host: ProxyHost) -> None:
         """Serve ``host``'s pass-through requests."""
         self.host = host
-        self.inflight: dict[int | str, anyio.CancelScope] = {}
+        self.inflight: dict[int | str, anyio.CancelScope | _Sent] = {}
 
-    def take(self, line: bytes) -> Job | None:
+    def take(self, line: bytes, write: Write) -> Job | Inline | None:
         """The job for ``line`` when it takes the fast path, else None.
 
-        A ``notifications/cancelled`` for a request in flight here cancels it and still
-        returns None (the SDK's path sees it too and finds nothing to cancel).
+        Through the daemon the request is sent by the reader itself and the answer
+        written by the connection's reader (:meth:`RemoteBackend.request_soon`): no task
+        per request. A ``notifications/cancelled`` for a request in flight here cancels
+        it; the SDK's path sees it too and finds nothing to cancel.
         """
         if b'"method"' not in line:
             return None
@@ -77,7 +90,7 @@ class FastPath:
         method = msg.get("method")
         if "id" not in msg:
             if method == "notifications/cancelled" and self.inflight:
-                self._cancelled(msg.get("params"))
+                return self._cancelled(msg.get("params"))
             return None
         rid = msg["id"]
         params = msg.get("params")
@@ -92,6 +105,8 @@ class FastPath:
         declare = self._passable(method, params)
         if declare is None:
             return None
+        if hasattr(self.host.backend, "request_soon"):
+            return Inline(partial(self._send, rid, method, params, declare, write))
         scope = anyio.CancelScope()
         self.inflight[rid] = scope
 
@@ -104,6 +119,65 @@ class FastPath:
                 self.inflight.pop(rid, None)
 
         return job
+
+    async def _send(
+        self,
+        rid: int | str,
+        method: str,
+        params: dict[str, Any],
+        declare: bool,
+        write: Write,
+    ) -> None:
+        """Send the request to the daemon; its answer is written by :meth:`_answered`."""
+        host = self.host
+        sent = _Sent(host.fast_route())
+        body: dict[str, Any] = {
+            "server": host.server,
+            "method": method,
+            "params": params,
+            "route": sent.route,
+        }
+        if declare:
+            body["declare_extension"] = True  # as ForwardParams dumps it (defaults left out)
+        self.inflight[rid] = sent
+        try:
+            sent.request_id = await host.backend.request_soon(  # type: ignore[attr-defined]
+                "proxy.request", body, partial(self._answered, rid, sent, write)
+            )
+        except Exception as exc:  # the daemon went away: its own handling follows
+            self.inflight.pop(rid, None)
+            log.info("a request was not passed on: %s", type(exc).__name__)
+            write(_error_line(rid, INTERNAL_ERROR, str(exc)[:300]))
+
+    def _answered(self, rid: int | str, sent: _Sent, write: Write, frame: Any) -> None:
+        """The daemon's reply to :meth:`_send` (None: the connection ended first)."""
+        if self.inflight.get(rid) is sent:
+            del self.inflight[rid]
+        if frame is None:
+            message = "chit's daemon went away while the request was in flight"
+            write(_error_line(rid, INTERNAL_ERROR, message))
+            return
+        if frame.error is not None:
+            try:
+                rpc.raise_error(frame.error)
+            except ChitError as exc:
+                write(_error_line(rid, INTERNAL_ERROR, str(exc)[:300]))
+            return
+        body = frame.result
+        if not (
+            isinstance(body, dict)
+            and body.keys() <= {"result", "error"}
+            and isinstance(body.get("result"), dict | None)
+            and isinstance(body.get("error"), dict | None)
+        ):
+            try:
+                answer = Answer.model_validate(body)
+            except ValidationError:
+                message = "chit's daemon sent an unreadable 'proxy.request' reply"
+                write(_error_line(rid, INTERNAL_ERROR, message))
+                return
+            body = {"result": answer.result, "error": answer.error}
+        write(_answer_line(rid, body.get("result"), body.get("error")))
 
     def _passable(self, method: str, params: dict[str, Any]) -> bool | None:
         """None when the full path is needed; else whether the 2026 extension is declared."""
@@ -154,24 +228,48 @@ class FastPath:
             raise
         except Exception as exc:  # the daemon went away: its own handling follows
             log.info("a request was not passed on: %s", type(exc).__name__)
-            error: dict[str, Any] = {"code": INTERNAL_ERROR, "message": str(exc)[:300]}
-            return _line({"jsonrpc": "2.0", "id": rid, "error": error})
-        if answer.error is not None:
-            body: dict[str, Any] = {
-                "code": int(answer.error.get("code", INTERNAL_ERROR)),
-                "message": str(answer.error.get("message", "")),
-            }
-            if answer.error.get("data") is not None:
-                body["data"] = answer.error["data"]
-            return _line({"jsonrpc": "2.0", "id": rid, "error": body})
-        return _line({"jsonrpc": "2.0", "id": rid, "result": answer.result or {}})
+            return _error_line(rid, INTERNAL_ERROR, str(exc)[:300])
+        return _answer_line(rid, answer.result, answer.error)
 
-    def _cancelled(self, params: Any) -> None:
+    def _cancelled(self, params: Any) -> Inline | None:
         rid = params.get("requestId") if isinstance(params, dict) else None
-        if isinstance(rid, int | str) and not isinstance(rid, bool):
-            scope = self.inflight.get(rid)
-            if scope is not None:
-                scope.cancel()
+        if not isinstance(rid, int | str) or isinstance(rid, bool):
+            return None
+        entry = self.inflight.get(rid)
+        if isinstance(entry, anyio.CancelScope):
+            entry.cancel()
+        elif entry is not None:
+            del self.inflight[rid]
+            backend: Any = self.host.backend
+            if backend.forget(entry.request_id):  # no answer is due any more
+                return Inline(partial(self._cancel_upstream, entry.route), pass_on=True)
+        return None
+
+    async def _cancel_upstream(self, route: str) -> None:
+        backend: Any = self.host.backend
+        try:
+            await backend.request_soon("proxy.cancel", {"route": route})
+        except Exception as exc:  # the daemon went away: it cancelled the route itself
+            log.info("a cancel was not passed on: %s", type(exc).__name__)
+
+
+def _error_line(rid: int | str, code: int, message: str) -> bytes:
+    return _line({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+
+
+def _answer_line(
+    rid: int | str, result: dict[str, Any] | None, error: dict[str, Any] | None
+) -> bytes:
+    """The host's answer line for the server's result or error."""
+    if error is not None:
+        body: dict[str, Any] = {
+            "code": int(error.get("code", INTERNAL_ERROR)),
+            "message": str(error.get("message", "")),
+        }
+        if error.get("data") is not None:
+            body["data"] = error["data"]
+        return _line({"jsonrpc": "2.0", "id": rid, "error": body})
+    return _line({"jsonrpc": "2.0", "id": rid, "result": result or {}})
 
 
 def _line(message: dict[str, Any]) -> bytes:

@@ -9,7 +9,8 @@ progress and notifications — by handing them to the proxy's host object.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,6 +47,8 @@ from chit.proxy.models import (
 from chit.proxy.upstream import HostPeer
 from chit.receipts import Receipt
 
+log = logging.getLogger("chit.proxy")
+
 
 class DaemonTooOld(ChitError):
     """The running daemon has no ``proxy.*`` methods."""
@@ -58,6 +61,7 @@ class RemoteBackend(RemoteEngine):
 
     peer: HostPeer | None = None
     _lost: anyio.Event | None = None
+    _answered_by: dict[int, Callable[[rpc.Frame | None], None]] | None = None
 
     @property
     def lost(self) -> anyio.Event:
@@ -71,6 +75,58 @@ class RemoteBackend(RemoteEngine):
             await super()._read()
         finally:
             self.lost.set()
+            answered, self._answered_by = self._answered_by or {}, None
+            for callback in answered.values():
+                _answer(callback, None)
+
+    async def request_soon(
+        self,
+        name: str,
+        params: dict[str, Any],
+        callback: Callable[[rpc.Frame | None], None] | None = None,
+    ) -> int:
+        """Send a request (``params`` as JSON, as its model dumps them); don't wait.
+
+        The reply frame goes to ``callback``, run by the connection's reader (None when
+        the connection ends first); it must not block. Without one the reply is dropped.
+        Used for ``proxy.request`` on the fast path (the daemon bounds the request
+        itself, by the server session's timeouts). :meth:`forget` the returned id to
+        drop the reply.
+
+        Raises:
+            DaemonUnavailable: the connection is gone.
+        """
+        if self._gone is not None:
+            raise DaemonUnavailable(f"{self._gone}; run the command again")
+        request_id = next(self._ids)
+        if callback is not None:
+            if self._answered_by is None:
+                self._answered_by = {}
+            self._answered_by[request_id] = callback
+        frame = {"jsonrpc": "2.0", "id": request_id, "method": name, "params": params}
+        try:
+            await self._send_frame_or_raise(rpc.encode(frame))
+        except BaseException:
+            self.forget(request_id)
+            raise
+        return request_id
+
+    def forget(self, request_id: int) -> bool:
+        """Drop the callback of :meth:`request_soon` (True if it still waited)."""
+        return self._answered_by is not None and self._answered_by.pop(request_id, None) is not None
+
+    async def _send_frame_or_raise(self, data: bytes) -> None:
+        try:
+            async with self._send_lock:
+                await self._stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise DaemonUnavailable(f"lost the connection to chit's daemon: {exc}") from None
+
+    def _reply(self, frame: rpc.Frame) -> None:
+        if self._answered_by and isinstance(frame.id, int):
+            callback = self._answered_by.pop(frame.id, None)
+            if callback is not None:
+                _answer(callback, frame)
 
     async def until_lost(self) -> None:
         """Return when the daemon is gone; raise the one-line error the proxy exits with.
@@ -207,3 +263,10 @@ class RemoteBackend(RemoteEngine):
             return
         if self.peer is not None:
             await self.peer.notice(p.method, p.params)
+
+
+def _answer(callback: Callable[[rpc.Frame | None], None], frame: rpc.Frame | None) -> None:
+    try:
+        callback(frame)
+    except Exception:  # one request's bug must not end the connection
+        log.exception("handling the daemon's reply failed")

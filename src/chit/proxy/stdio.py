@@ -14,6 +14,7 @@ stderr), so a stray ``print`` or a child process can never write into the MCP ch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,8 +39,26 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-Intercept = Callable[[bytes], Callable[[], Awaitable[bytes | None]] | None]
-"""A line of the host → a job answering it without the SDK (its answer line), or None."""
+class Inline:
+    """A job the reader runs itself, before it reads on: it only sends.
+
+    The answer (if any) is written later by a callback, through the writer the
+    intercept was given; ``pass_on`` also hands the line to the SDK.
+    """
+
+    __slots__ = ("pass_on", "run")
+
+    def __init__(self, run: Callable[[], Awaitable[None]], *, pass_on: bool = False) -> None:
+        """Run ``run`` inline; ``pass_on``: the SDK sees the line too."""
+        self.run = run
+        self.pass_on = pass_on
+
+
+Job = Callable[[], Awaitable[bytes | None]]
+Write = Callable[[bytes], None]
+Intercept = Callable[[bytes, Write], Job | Inline | None]
+"""A line of the host (and a writer of whole lines to it) → a job answering it without
+the SDK: run in a task (its answer line), or :class:`Inline`; None: the SDK's."""
 
 
 def host_stdio(intercept: Intercept | None = None) -> AbstractAsyncContextManager[tuple[Any, Any]]:
@@ -59,27 +78,60 @@ class _Out:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.pending = bytearray()
-        self.flushing = False
+        self.drained: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def push(self, data: bytes) -> None:
+        """Write ``data`` (whole lines) now, or after what waits; never blocks."""
+        if self.closed:
+            return
+        if self.pending:
+            self.pending += data  # in order, after what came before
+            return
+        try:
+            written = os.write(self.fd, data)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError:
+            self.close()  # the host is gone
+            return
+        if written < len(data):
+            self.pending += data[written:]
+            loop = asyncio.get_running_loop()
+            loop.add_writer(self.fd, self._writable)
+            self.drained = loop.create_future()
+
+    def _writable(self) -> None:
+        try:
+            written = os.write(self.fd, self.pending)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        del self.pending[:written]
+        if not self.pending:
+            self._settle()
+
+    def _settle(self) -> None:
+        if self.drained is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_writer(self.fd)
+            if not self.drained.done():
+                self.drained.set_result(None)
+            self.drained = None
 
     async def write(self, data: bytes) -> None:
-        """Queue ``data`` (whole lines) and write it out unless a write is under way."""
-        self.pending += data
-        if self.flushing:
-            return  # the write under way takes it along, after what came before
-        self.flushing = True
-        try:
-            while self.pending:
-                try:
-                    written = os.write(self.fd, self.pending)
-                except BlockingIOError:
-                    await anyio.wait_writable(self.fd)
-                    continue
-                except OSError:
-                    self.pending.clear()  # the host is gone
-                    return
-                del self.pending[:written]
-        finally:
-            self.flushing = False
+        """Write ``data`` (whole lines); wait while the host does not read."""
+        self.push(data)
+        if self.drained is not None:
+            await asyncio.shield(self.drained)
+
+    def close(self) -> None:
+        """No more writes (the host is gone, or the session ended)."""
+        self.closed = True
+        self.pending.clear()
+        self._settle()
 
 
 @asynccontextmanager
@@ -132,8 +184,12 @@ async def _pipe_stdio(intercept: Intercept | None) -> AsyncIterator[tuple[Any, A
                     del buffer[: end + 1]
                     if not line.strip():
                         continue
-                    job = intercept(line) if intercept is not None else None
-                    if job is not None:
+                    job = intercept(line, out.push) if intercept is not None else None
+                    if isinstance(job, Inline):
+                        await job.run()
+                        if job.pass_on:
+                            await read_writer.send(_message(line))
+                    elif job is not None:
                         tg.start_soon(answer, job)
                     else:
                         await read_writer.send(_message(line))
@@ -153,6 +209,7 @@ async def _pipe_stdio(intercept: Intercept | None) -> AsyncIterator[tuple[Any, A
             tg.start_soon(writer)
             yield read_stream, write_stream
     finally:
+        out.close()  # a late answer of a fast request is dropped, not written to a reused fd
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         for fd in (saved_in, saved_out, in_fd, out_fd):

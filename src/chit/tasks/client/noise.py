@@ -10,7 +10,9 @@ record where the SDK emits it (a filter on the ``mcp.client.stdio`` logger), so:
   stderr goes to, when chit gave it one);
 * when the connection closes, one warning says how many lines were ignored.
 
-Which connection a record belongs to is known through a context variable: the SDK's
+chit's own stdio transport (:mod:`chit.tasks.client.pipes`, POSIX on asyncio) records
+each such line on its :class:`StdoutNoise` directly. With the SDK's transport (elsewhere),
+which connection a record belongs to is known through a context variable: the SDK's
 stdout reader task is started inside :func:`counted_stdio`, so it inherits the counter.
 """
 

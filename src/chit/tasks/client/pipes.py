@@ -90,6 +90,13 @@ class _Reply:
 
 _CLOSED = object()
 """What a waiting request gets when the connection ends."""
+_TIMED_OUT = object()
+"""What a waiting request gets when its timeout passes."""
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_result(_TIMED_OUT)
 
 
 class ServerPipes:
@@ -332,12 +339,12 @@ class ServerPipes:
                 await self.write(line.encode("utf-8"))
             except anyio.BrokenResourceError:
                 raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
-            with anyio.fail_after(timeout):
+            # A timer, not a cancel scope: one per call was measurable.
+            timer = self._loop.call_later(timeout, _expire, future)
+            try:
                 outcome = await future
-        except TimeoutError:
-            with anyio.move_on_after(CANCEL_WRITE_S):
-                await self._cancel(request_id, f"timed out after {timeout}s")
-            raise MCPError(code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out") from None
+            finally:
+                timer.cancel()
         except anyio.get_cancelled_exc_class():
             if written:
                 with anyio.move_on_after(CANCEL_WRITE_S, shield=True):
@@ -345,6 +352,10 @@ class ServerPipes:
             raise
         finally:
             self._raw.pop(key, None)
+        if outcome is _TIMED_OUT:
+            with anyio.move_on_after(CANCEL_WRITE_S):
+                await self._cancel(request_id, f"timed out after {timeout}s")
+            raise MCPError(code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out")
         if outcome is _CLOSED:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         kind, body = outcome
@@ -387,6 +398,9 @@ class ServerPipes:
                 if not future.done():
                     future.set_result(_CLOSED)
             self._raw.clear()
+            for item in self._queue:  # answers the session's loop will not reach now
+                if isinstance(item, _Reply):
+                    item.settle()
             with suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]
             if not await self._exited(EXIT_WAIT_S):
