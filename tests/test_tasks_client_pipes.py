@@ -95,7 +95,7 @@ async def test_a_server_that_dies_fails_the_waiting_request(tmp_path: Path) -> N
         async with anyio.create_task_group() as tg:
             tg.start_soon(wait)
             with anyio.fail_after(30):
-                while not pipes._raw:  # sent: waiting for the answer
+                while not pipes._calls:  # sent: waiting for the answer
                     await anyio.sleep(0.01)
             os.kill(pipes.proc.pid, signal.SIGKILL)
         assert caught and caught[0].error.code == CONNECTION_CLOSED

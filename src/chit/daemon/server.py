@@ -17,11 +17,11 @@ from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
-from anyio.streams.buffered import BufferedByteReceiveStream
 from pydantic import BaseModel, ValidationError
 
 from chit.daemon.peer import peer_of
 from chit.engine import rpc
+from chit.engine.lines import LineSocket
 from chit.engine.local import LocalEngine
 from chit.errors import ChitError
 from chit.redaction import redact
@@ -44,13 +44,12 @@ class Connection:
 
     def __init__(self, stream: SocketStream, tg: TaskGroup, number: int) -> None:
         self.stream = stream
-        self.reader = BufferedByteReceiveStream(stream)
+        self.lines = LineSocket(stream.extra(SocketAttribute.raw_socket), rpc.MAX_FRAME)
         self.tg = tg
         self.number = number
         self.greeted = False
         self.compatible = True
         self.subscriptions: dict[str, anyio.CancelScope] = {}
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra trip round the loop
         self.closed = False
         self.on_close: list[Callable[[], None]] = []
         self._requests = itertools.count(1)
@@ -88,6 +87,7 @@ class Connection:
     def close(self) -> None:
         """The connection ended: wake the daemon's waiting requests, run the close hooks."""
         self.closed = True
+        self.lines.detach()
         for event, _ in self._replies.values():
             event.set()
         for hook in self.on_close:
@@ -101,11 +101,10 @@ class Connection:
         if self.closed:
             return
         data = rpc.encode(frame)
-        async with self._lock:
-            try:
-                await self.stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                self.closed = True
+        try:
+            await self.lines.send(data)  # whole frames, in order: no lock needed
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.closed = True
 
 
 class ControlServer:
@@ -186,10 +185,10 @@ class ControlServer:
         while True:
             try:
                 if conn.greeted:
-                    line = await conn.reader.receive_until(b"\n", rpc.MAX_FRAME)
+                    line = await conn.lines.receive_line()
                 else:
                     with anyio.fail_after(HELLO_WAIT_S):
-                        line = await conn.reader.receive_until(b"\n", rpc.MAX_FRAME)
+                        line = await conn.lines.receive_line()
             except TimeoutError:
                 log.info("client %d said nothing; closed", conn.number)
                 return

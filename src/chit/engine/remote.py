@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from anyio.abc import ObjectReceiveStream, SocketStream, TaskGroup
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import ObjectReceiveStream, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
 
 from chit import __version__, clock
 from chit.engine import rpc
 from chit.engine._groups import sole_error
+from chit.engine.lines import LineSocket
 from chit.engine.models import (
     EngineEvent,
     ProtocolMessage,
@@ -70,12 +70,11 @@ class RemoteEngine:
     def __init__(self, stream: SocketStream, tg: TaskGroup) -> None:
         """Use :meth:`open`."""
         self._stream = stream
-        self._reader = BufferedByteReceiveStream(stream)
+        self._lines = LineSocket(stream.extra(SocketAttribute.raw_socket), rpc.MAX_FRAME)
         self._tg = tg
         self._ids = itertools.count(1)
         self._waiting: dict[int, _Waiter] = {}
         self._subscriptions: dict[str, _Subscription] = {}
-        self._send_lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra trip round the loop
         self._gone: str | None = None
         self.hello: rpc.HelloResult | None = None
 
@@ -123,7 +122,7 @@ class RemoteEngine:
         why = "chit's daemon closed the connection"
         try:
             while True:
-                line = await self._reader.receive_until(b"\n", rpc.MAX_FRAME)
+                line = await self._lines.receive_line()
                 try:
                     frame = rpc.decode(line)
                 except ValueError:
@@ -144,6 +143,7 @@ class RemoteEngine:
             pass
         finally:
             self._gone = why
+            self._lines.detach()
             for waiter in self._waiting.values():
                 waiter.done.set()
             self._waiting.clear()
@@ -166,11 +166,8 @@ class RemoteEngine:
 
     async def _send_frame(self, frame: dict[str, Any]) -> None:
         """Send one frame to the daemon (dropped when the connection is gone)."""
-        try:
-            async with self._send_lock:
-                await self._stream.send(rpc.encode(frame))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            pass
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await self._lines.send(rpc.encode(frame))  # whole frames, in order
 
     def _deliver(self, frame: rpc.Frame) -> None:
         try:
@@ -199,8 +196,7 @@ class RemoteEngine:
         waiter = _Waiter()
         self._waiting[request_id] = waiter
         try:
-            async with self._send_lock:
-                await self._stream.send(rpc.encode(rpc.request(request_id, name, params)))
+            await self._lines.send(rpc.encode(rpc.request(request_id, name, params)))
             with anyio.fail_after(wait):
                 await waiter.done.wait()
         except TimeoutError:

@@ -117,8 +117,7 @@ class RemoteBackend(RemoteEngine):
 
     async def _send_frame_or_raise(self, data: bytes) -> None:
         try:
-            async with self._send_lock:
-                await self._stream.send(data)
+            await self._lines.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise DaemonUnavailable(f"lost the connection to chit's daemon: {exc}") from None
 

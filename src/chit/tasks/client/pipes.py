@@ -11,18 +11,14 @@ streams are served straight from the pipes (POSIX, asyncio):
   (what the pipe cannot take at once is written when it can, in order);
 * the server's stdout is read by an event-loop callback; the session's receive loop
   takes the parsed messages from a queue;
-* :meth:`ServerPipes.request` sends a request as JSON and waits for the answer's JSON:
-  the reader hands the response to the waiting request directly, without the SDK's
-  models, request bookkeeping or receive loop (``chit proxy``'s forwarded requests,
-  whose answers are passed on unread). Its ids come from the session's own counter,
-  so they never meet the session's requests, and a response is settled in the order
-  the server sent it (after the messages before it).
+* :meth:`ServerPipes.request` / :meth:`ServerPipes.request_soon` send a request as JSON
+  and hand its answer back as JSON: the reader settles the request directly, without
+  the SDK's models, request bookkeeping or receive loop (``chit proxy``'s forwarded
+  requests, whose answers are passed on unread). Their ids come from the session's
+  own counter, so they never meet the session's requests, and an answer is settled in
+  the order the server sent it (after the messages before it).
 
-Process handling is the SDK's: a new session (process group), the SDK's default
-environment plus the server's, stderr to the server's log; on close, stdin is closed,
-the server gets two seconds to exit, then its process group is sent SIGTERM and, two
-seconds later, SIGKILL. Lines on stdout that are not MCP are counted and logged as
-:mod:`chit.tasks.client.noise` describes.
+Starting and stopping the process: :mod:`chit.tasks.client.pipe_stdio`.
 """
 
 from __future__ import annotations
@@ -31,17 +27,15 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.client.stdio import get_default_environment
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -56,11 +50,10 @@ log = logging.getLogger("chit.tasks.client.stdio")
 CHUNK = 1 << 16
 QUEUE_HIGH = 256
 """Messages the session has not taken yet before the reader pauses (back-pressure)."""
-EXIT_WAIT_S = 2.0
-KILL_WAIT_S = 2.0
-FLUSH_WAIT_S = 0.5
-CANCEL_WRITE_S = 5.0
-_POLL_S = 0.01
+
+Outcome = dict[str, Any] | MCPError | None
+"""How a request sent as JSON ends: the server's result, an ``MCPError`` (the server's
+error, ``REQUEST_TIMEOUT``, ``CONNECTION_CLOSED``), or None (its caller cancelled it)."""
 
 
 def available() -> bool:
@@ -74,29 +67,68 @@ def available() -> bool:
     return True
 
 
+def _closed() -> MCPError:
+    return MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+
+
+class PipeCall:
+    """A request sent as JSON, waiting for its answer (:meth:`ServerPipes.request_soon`)."""
+
+    __slots__ = ("done", "finished", "key", "method", "pipes", "request_id", "timeout", "timer")
+
+    def __init__(
+        self,
+        pipes: ServerPipes,
+        request_id: int,
+        method: str,
+        timeout: float,
+        done: Callable[[Outcome], None],
+    ) -> None:
+        self.pipes = pipes
+        self.request_id = request_id
+        self.key = coerce_request_id(request_id)
+        self.method = method
+        self.timeout = timeout
+        self.done = done
+        self.finished = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def _finish(self, outcome: Outcome) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.pipes._calls.get(self.key) is self:
+            del self.pipes._calls[self.key]
+        if self.timer is not None:
+            self.timer.cancel()
+        self.done(outcome)
+
+    def settle(self, outcome: Outcome) -> None:
+        """The server answered (or the connection ended)."""
+        self._finish(outcome)
+
+    def expire(self) -> None:
+        """The timeout passed: a courtesy cancel, as the SDK sends one."""
+        if not self.finished:
+            self.pipes.cancel_nowait(self.request_id, f"timed out after {self.timeout}s")
+            message = f"Request {self.method!r} timed out"
+            self._finish(MCPError(code=REQUEST_TIMEOUT, message=message))
+
+    def cancel(self) -> None:
+        """The caller gave up: tell the server; the outcome is None."""
+        if not self.finished:
+            self.pipes.cancel_nowait(self.request_id, "caller cancelled")
+            self._finish(None)
+
+
 class _Reply:
-    """A response to a :meth:`ServerPipes.request`, queued behind earlier messages."""
+    """An answer to a :class:`PipeCall`, queued behind earlier messages of the server."""
 
-    __slots__ = ("future", "outcome")
+    __slots__ = ("call", "outcome")
 
-    def __init__(self, future: asyncio.Future[Any], outcome: Any) -> None:
-        self.future = future
+    def __init__(self, call: PipeCall, outcome: Outcome) -> None:
+        self.call = call
         self.outcome = outcome
-
-    def settle(self) -> None:
-        if not self.future.done():
-            self.future.set_result(self.outcome)
-
-
-_CLOSED = object()
-"""What a waiting request gets when the connection ends."""
-_TIMED_OUT = object()
-"""What a waiting request gets when its timeout passes."""
-
-
-def _expire(future: asyncio.Future[Any]) -> None:
-    if not future.done():
-        future.set_result(_TIMED_OUT)
 
 
 class ServerPipes:
@@ -118,21 +150,23 @@ class ServerPipes:
         self._wake: asyncio.Future[None] | None = None
         self._reading = False
         self.eof = False
-        self._draining = False
+        self.draining = False
         self._pending = bytearray()
-        self._drained: asyncio.Future[None] | None = None
-        self._in_closed = False
-        self._raw: dict[Any, asyncio.Future[Any]] = {}
-        self._resume_reading()
+        self._drained: asyncio.Future[bool] | None = None
+        self.in_closed = False
+        self._calls: dict[Any, PipeCall] = {}
+        self.resume_reading()
 
     # --- reading ----------------------------------------------------------------------
 
-    def _resume_reading(self) -> None:
+    def resume_reading(self) -> None:
+        """Watch stdout again (also while closing: a server stuck writing cannot exit)."""
         if not self._reading and not self.eof:
             self._loop.add_reader(self._out, self._readable)
             self._reading = True
 
-    def _pause_reading(self) -> None:
+    def pause_reading(self) -> None:
+        """Stop watching stdout."""
         if self._reading:
             self._loop.remove_reader(self._out)
             self._reading = False
@@ -147,7 +181,7 @@ class ServerPipes:
         if not chunk:
             self._end()
             return
-        if self._draining:
+        if self.draining:
             return  # closing: read only so the server is never stuck writing
         buffer = self._buffer
         buffer += chunk
@@ -156,10 +190,10 @@ class ServerPipes:
             del buffer[: end + 1]
             self._line(line)
         if len(self._queue) >= QUEUE_HIGH:
-            self._pause_reading()
+            self.pause_reading()
 
     def _line(self, line: bytes) -> None:
-        if self._raw and self._reply(line):
+        if self._calls and self._answer(line):
             return
         try:
             item: Any = SessionMessage(
@@ -170,8 +204,8 @@ class ServerPipes:
             item = exc  # the session sees it, as with the SDK's transport
         self._push(item)
 
-    def _reply(self, line: bytes) -> bool:
-        """Settle a waiting :meth:`request` with ``line`` if it is its response."""
+    def _answer(self, line: bytes) -> bool:
+        """Settle a waiting :class:`PipeCall` with ``line`` if it is its answer."""
         try:
             msg = json.loads(line)
         except (ValueError, RecursionError):
@@ -181,26 +215,27 @@ class ServerPipes:
         rid = msg.get("id")
         if isinstance(rid, bool) or not isinstance(rid, int | str):
             return False
-        future = self._raw.get(coerce_request_id(rid))
-        if future is None:
+        call = self._calls.get(coerce_request_id(rid))
+        if call is None:
             return False
+        outcome: Outcome
         if isinstance(msg.get("result"), dict) and "error" not in msg:
-            outcome: Any = ("result", msg["result"])
+            outcome = msg["result"]
         elif isinstance(msg.get("error"), dict) and "result" not in msg:
             try:
-                outcome = ("error", types.ErrorData.model_validate(msg["error"]))
+                error = types.ErrorData.model_validate(msg["error"])
             except ValidationError:
-                return False  # not a response: the session's path judges it
+                return False  # not an answer: the session's path judges it
+            outcome = MCPError(code=error.code, message=error.message, data=error.data)
         else:
             return False
-        self._raw.pop(coerce_request_id(rid), None)
+        del self._calls[call.key]
         if self.tap is not None:
             self._observe("received", msg)
-        reply = _Reply(future, outcome)
         if self._queue:
-            self._push(reply)  # after the messages the server sent before it
+            self._push(_Reply(call, outcome))  # after what the server sent before it
         else:
-            reply.settle()
+            call.settle(outcome)
         return True
 
     def _push(self, item: Any) -> None:
@@ -210,14 +245,23 @@ class ServerPipes:
 
     def _end(self) -> None:
         """The server closed its stdout (exited): the session ends, requests fail."""
-        self._pause_reading()
+        self.pause_reading()
         self.eof = True
-        for future in self._raw.values():
-            if not future.done():
-                future.set_result(_CLOSED)
-        self._raw.clear()
+        self.fail_calls()
         if self._wake is not None and not self._wake.done():
             self._wake.set_result(None)
+
+    def fail_calls(self) -> None:
+        """Every request sent as JSON ends with ``CONNECTION_CLOSED``."""
+        calls, self._calls = self._calls, {}
+        for call in calls.values():
+            call.settle(_closed())
+
+    def settle_queued(self) -> None:
+        """Settle the answers still queued (closing: the session's loop will not come)."""
+        for item in self._queue:
+            if isinstance(item, _Reply):
+                item.call.settle(item.outcome)
 
     async def receive(self) -> SessionMessage | Exception:
         """The next message of the server for the session (its receive loop).
@@ -229,9 +273,9 @@ class ServerPipes:
             while self._queue:
                 item = self._queue.popleft()
                 if not self._reading and len(self._queue) < QUEUE_HIGH // 2:
-                    self._resume_reading()
+                    self.resume_reading()
                 if isinstance(item, _Reply):
-                    item.settle()
+                    item.call.settle(item.outcome)
                     continue
                 return item  # type: ignore[no-any-return]
             if self.eof:
@@ -244,33 +288,43 @@ class ServerPipes:
 
     # --- writing ----------------------------------------------------------------------
 
-    async def write(self, data: bytes) -> None:
-        """Write whole lines to the server's stdin, in order; wait while the pipe is full.
+    def write_nowait(self, data: bytes) -> None:
+        """Write whole lines to the server's stdin now, or after what waits, in order.
 
         Raises:
             anyio.BrokenResourceError: the server closed its stdin (or exited).
         """
-        if self._in_closed:
+        if self.in_closed:
             raise anyio.BrokenResourceError
-        if not self._pending:
-            try:
-                written = os.write(self._in, data)
-            except (BlockingIOError, InterruptedError):
-                written = 0
-            except OSError:
-                self._broken()
-                raise anyio.BrokenResourceError from None
-            if written == len(data):
-                return
-            data = data[written:]
+        if self._pending:
+            self._pending += data
+            return
+        try:
+            written = os.write(self._in, data)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError:
+            self._broken()
+            raise anyio.BrokenResourceError from None
+        if written < len(data):
+            self._pending += data[written:]
             self._loop.add_writer(self._in, self._writable)
             self._drained = self._loop.create_future()
-        self._pending += data
-        drained = self._drained
-        assert drained is not None
-        await asyncio.shield(drained)
-        if self._in_closed and drained.result() is _CLOSED:
+
+    async def write(self, data: bytes) -> None:
+        """:meth:`write_nowait`, then wait while the pipe is full.
+
+        Raises:
+            anyio.BrokenResourceError: the server closed its stdin (or exited).
+        """
+        self.write_nowait(data)
+        if self._drained is not None and not await asyncio.shield(self._drained):
             raise anyio.BrokenResourceError
+
+    async def flushed(self) -> None:
+        """Wait until what waits to be written is written (or cannot be)."""
+        if self._drained is not None:
+            await asyncio.shield(self._drained)
 
     def _writable(self) -> None:
         try:
@@ -283,24 +337,26 @@ class ServerPipes:
         del self._pending[:written]
         if not self._pending:
             self._loop.remove_writer(self._in)
-            if self._drained is not None and not self._drained.done():
-                self._drained.set_result(None)
-            self._drained = None
+            self._settle_drained(True)
+
+    def _settle_drained(self, written: bool) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(written)
 
     def _broken(self) -> None:
         """Stdin is gone: writers fail, and the session sees the connection end."""
-        self._fail_writers()
+        self.fail_writers()
         self._end()
 
-    def _fail_writers(self) -> None:
-        if not self._in_closed:
-            self._in_closed = True
+    def fail_writers(self) -> None:
+        """No more writes: what waits is dropped, its writers fail."""
+        if not self.in_closed:
+            self.in_closed = True
             with suppress(Exception):
                 self._loop.remove_writer(self._in)
         self._pending.clear()
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(_CLOSED)  # type: ignore[arg-type]
-        self._drained = None
+        self._settle_drained(False)
 
     async def send(self, message: SessionMessage) -> None:
         """Send one of the session's messages (the SDK's serialisation)."""
@@ -309,61 +365,70 @@ class ServerPipes:
 
     # --- requests answered as JSON ----------------------------------------------------
 
+    def request_soon(
+        self,
+        request_id: int,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        done: Callable[[Outcome], None],
+    ) -> PipeCall:
+        """Send a request as JSON; ``done`` gets its :data:`Outcome`, once.
+
+        ``done`` runs in the reader (or the timer, or :meth:`PipeCall.cancel`) and must
+        not block. As the SDK's ``send_raw_request`` does, a courtesy
+        ``notifications/cancelled`` goes out when the caller cancels or the timeout
+        passes.
+
+        Raises:
+            MCPError: ``CONNECTION_CLOSED``: the server is gone (``done`` is not called).
+        """
+        if self.eof or self.in_closed:
+            raise _closed()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params:
+            message["params"] = params
+        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
+        call = PipeCall(self, request_id, method, timeout, done)
+        if self.tap is not None:
+            self._observe("sent", message)
+        try:
+            self.write_nowait(line.encode("utf-8"))
+        except anyio.BrokenResourceError:
+            raise _closed() from None
+        self._calls[call.key] = call
+        # A timer, not a cancel scope: one per call was measurable.
+        call.timer = self._loop.call_later(timeout, call.expire)
+        return call
+
     async def request(
         self, request_id: int, method: str, params: dict[str, Any] | None, timeout: float
     ) -> dict[str, Any]:
-        """Send a request as JSON; the result as the server sent it.
-
-        The same contract as the SDK's ``send_raw_request``: a courtesy
-        ``notifications/cancelled`` when the caller gives up or the timeout passes.
+        """:meth:`request_soon`, waited for: the server's result.
 
         Raises:
             MCPError: the server's error; ``REQUEST_TIMEOUT`` after ``timeout`` seconds;
                 ``CONNECTION_CLOSED`` when the server went away.
         """
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params:
-            message["params"] = params
-        line = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
-        if self.eof:
-            raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
-        future: asyncio.Future[Any] = self._loop.create_future()
-        key = coerce_request_id(request_id)
-        self._raw[key] = future
-        written = False
-        try:
-            if self.tap is not None:
-                self._observe("sent", message)
-            try:
-                written = True
-                await self.write(line.encode("utf-8"))
-            except anyio.BrokenResourceError:
-                raise MCPError(code=CONNECTION_CLOSED, message="Connection closed") from None
-            # A timer, not a cancel scope: one per call was measurable.
-            timer = self._loop.call_later(timeout, _expire, future)
-            try:
-                outcome = await future
-            finally:
-                timer.cancel()
-        except anyio.get_cancelled_exc_class():
-            if written:
-                with anyio.move_on_after(CANCEL_WRITE_S, shield=True):
-                    await self._cancel(request_id, "caller cancelled")
-            raise
-        finally:
-            self._raw.pop(key, None)
-        if outcome is _TIMED_OUT:
-            with anyio.move_on_after(CANCEL_WRITE_S):
-                await self._cancel(request_id, f"timed out after {timeout}s")
-            raise MCPError(code=REQUEST_TIMEOUT, message=f"Request {method!r} timed out")
-        if outcome is _CLOSED:
-            raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
-        kind, body = outcome
-        if kind == "error":
-            raise MCPError(code=body.code, message=body.message, data=body.data)
-        return body  # type: ignore[no-any-return]
+        future: asyncio.Future[Outcome] = self._loop.create_future()
 
-    async def _cancel(self, request_id: int, reason: str) -> None:
+        def done(outcome: Outcome) -> None:
+            if not future.done():
+                future.set_result(outcome)
+
+        call = self.request_soon(request_id, method, params, timeout, done)
+        try:
+            outcome = await future
+        except BaseException:
+            call.cancel()
+            raise
+        if isinstance(outcome, MCPError):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    def cancel_nowait(self, request_id: int, reason: str) -> None:
+        """Send ``notifications/cancelled`` for ``request_id`` (dropped if stdin is gone)."""
         message = {
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -372,7 +437,7 @@ class ServerPipes:
         if self.tap is not None:
             self._observe("sent", message)
         with suppress(anyio.BrokenResourceError):
-            await self.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+            self.write_nowait((json.dumps(message, separators=(",", ":")) + "\n").encode())
 
     def _observe(self, direction: Any, message: dict[str, Any]) -> None:
         assert self.tap is not None
@@ -381,185 +446,5 @@ class ServerPipes:
         except Exception:  # an observer never breaks the connection
             log.warning("protocol tap raised", exc_info=True)
 
-    # --- closing ----------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Flush, close stdin, let the server exit; then end its process group."""
-        with anyio.CancelScope(shield=True):
-            if self._pending and not self._in_closed:
-                drained = self._drained
-                with anyio.move_on_after(FLUSH_WAIT_S):
-                    if drained is not None:
-                        await asyncio.shield(drained)
-            self._draining = True  # keep reading: a server stuck writing cannot exit
-            self._resume_reading()
-            self._fail_writers()
-            for future in self._raw.values():
-                if not future.done():
-                    future.set_result(_CLOSED)
-            self._raw.clear()
-            for item in self._queue:  # answers the session's loop will not reach now
-                if isinstance(item, _Reply):
-                    item.settle()
-            with suppress(OSError):
-                self.proc.stdin.close()  # type: ignore[union-attr]
-            if not await self._exited(EXIT_WAIT_S):
-                await self._terminate()
-                if not await self._exited(KILL_WAIT_S):
-                    log.warning(
-                        "MCP server process %d is still alive after SIGKILL; abandoning it",
-                        self.proc.pid,
-                    )
-            self._pause_reading()
-            with suppress(OSError):
-                self.proc.stdout.close()  # type: ignore[union-attr]
-
-    async def _exited(self, timeout: float) -> bool:
-        with anyio.move_on_after(timeout):
-            while self.proc.poll() is None:
-                await anyio.sleep(_POLL_S)
-            return True
-        return False
-
-    async def _terminate(self) -> None:
-        """SIGTERM the server's process group; SIGKILL what is left after two seconds."""
-        pgid = self.proc.pid  # the leader of its own session (start_new_session)
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            log.warning("no permission to signal some of process group %d", pgid)
-        with anyio.move_on_after(KILL_WAIT_S):
-            while _group_alive(pgid):
-                self.proc.poll()  # reap the leader, or its zombie keeps the group alive
-                await anyio.sleep(_POLL_S)
-            return
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
-class _Read:
-    """The session's read stream: the server's messages, from :class:`ServerPipes`."""
-
-    def __init__(self, pipes: ServerPipes) -> None:
-        self.pipes = pipes
-        self.closed = False
-
-    async def receive(self) -> SessionMessage | Exception:
-        if self.closed:
-            raise anyio.ClosedResourceError
-        return await self.pipes.receive()
-
-    def __aiter__(self) -> _Read:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    def close(self) -> None:
-        self.closed = True
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def __aenter__(self) -> _Read:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _Write:
-    """The session's write stream: each message written to the server's stdin inline."""
-
-    def __init__(self, pipes: ServerPipes) -> None:
-        self.pipes = pipes
-        self.closed = False
-
-    async def send(self, message: SessionMessage) -> None:
-        if self.closed:
-            raise anyio.ClosedResourceError
-        await self.pipes.send(message)
-
-    def close(self) -> None:
-        self.closed = True
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def __aenter__(self) -> _Write:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-def _spawn(
-    command: str,
-    args: list[str],
-    env: dict[str, str] | None,
-    cwd: str | None,
-    errlog: Any,
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errlog,
-        env=get_default_environment() | (env or {}),
-        cwd=cwd,
-        start_new_session=True,
-    )
-
-
-@asynccontextmanager
-async def pipe_stdio(
-    command: str,
-    args: list[str],
-    *,
-    env: dict[str, str] | None,
-    cwd: str | None,
-    errlog: Any,
-    noise: StdoutNoise,
-    tap: Tap | None = None,
-    on_pipes: Callable[[ServerPipes | None], None] | None = None,
-) -> AsyncIterator[tuple[_Read, _Write]]:
-    """Start the server and yield the session's ``(read, write)`` streams.
-
-    ``tap`` sees what :meth:`ServerPipes.request` sends and receives (the session's own
-    messages are tapped on its streams); ``on_pipes`` is told the pipes (and None once
-    they are closed).
-
-    Raises:
-        OSError: the server could not be started.
-    """
-    proc = _spawn(command, args, env, cwd, errlog)
-    pipes = ServerPipes(proc, noise, tap)
-    if on_pipes is not None:
-        on_pipes(pipes)
-    try:
-        yield _Read(pipes), _Write(pipes)
-    finally:
-        if on_pipes is not None:
-            on_pipes(None)
-        await pipes.close()
-        summary = noise.summary()
-        if summary is not None:
-            log.warning(summary)
-
-
-__all__ = ["ServerPipes", "available", "pipe_stdio"]
+__all__ = ["Outcome", "PipeCall", "ServerPipes", "available"]

@@ -18,6 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from chit.tasks.client import pipes
 from chit.tasks.client.noise import StdoutNoise, counted_stdio
+from chit.tasks.client.pipe_stdio import pipe_stdio
 from chit.tasks.client.pipes import ServerPipes
 from chit.tasks.client.tap import Tap, tapped
 
@@ -126,7 +127,7 @@ async def _transport(
         return spec.transport
     if isinstance(spec, StdioServer) and pipes.available():
         label = repr(spec.label) if spec.label else repr(os.path.basename(spec.command))
-        return pipes.pipe_stdio(
+        return pipe_stdio(
             spec.command,
             list(spec.args),
             env=dict(spec.env) if spec.env is not None else None,
