@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ErrorData
+from pydantic import ValidationError
 
 from chit.daemon.server import Connection, ControlServer
 from chit.engine import rpc
@@ -22,8 +23,10 @@ from chit.engine.local import LocalEngine
 from chit.errors import ChitError
 from chit.proxy import protocol
 from chit.proxy.backend import EngineSide
+from chit.proxy.inline import forward_soon
 from chit.proxy.lost import end_orphans
 from chit.proxy.models import (
+    Answer,
     AttachParams,
     ForwardParams,
     GaveUpParams,
@@ -132,6 +135,24 @@ class ProxyMethods:
         answer = await self.side.upstreams.forward(self._att(conn), p)
         return rpc.Raw({"result": answer.result, "error": answer.error})
 
+    def request_inline(self, frame: rpc.Frame, conn: Connection) -> bool:
+        """``proxy.request`` without a task where it can be (``chit.proxy.inline``)."""
+        att = self._attached.get(conn.number)
+        if att is None:
+            return False
+        try:
+            p = ForwardParams.model_validate(frame.params or {})
+        except ValidationError:
+            return False  # the handler says what is wrong
+        method = rpc.METHODS["proxy.request"]
+        request_id = frame.id
+
+        def reply(answer: Answer) -> None:
+            body = rpc.Raw({"result": answer.result, "error": answer.error})
+            conn.send_nowait(rpc.result(request_id, method, body))
+
+        return forward_soon(self.side.upstreams, att, p, reply)
+
     async def notify(self, p: NotifyParams, conn: Connection) -> Any:
         """Forward one notification of the host."""
         await self.side.upstreams.notify(self._att(conn), p)
@@ -169,5 +190,5 @@ def install(server: ControlServer, engine: LocalEngine) -> ProxyMethods:
     methods = ProxyMethods(engine)
     # The questions an earlier daemon held died with it: say so on their receipts.
     end_orphans(engine.supervisor)
-    server.extend(methods.handlers())
+    server.extend(methods.handlers(), {"proxy.request": methods.request_inline})
     return methods

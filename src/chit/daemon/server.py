@@ -32,6 +32,9 @@ HELLO_WAIT_S = 10.0
 """A connection that says nothing for this long after connecting is closed."""
 
 Handler = Callable[[Any, "Connection"], Awaitable[Any]]
+Inline = Callable[[rpc.Frame, "Connection"], bool]
+"""Serves a request in the connection's reader, without a task: True if it took it (it
+answers later with ``Connection.send_nowait``); False: the method's handler serves it."""
 
 
 class Connection:
@@ -96,6 +99,15 @@ class Connection:
             except Exception:
                 log.exception("a close hook of client %d failed", self.number)
 
+    def send_nowait(self, frame: dict[str, Any]) -> None:
+        """Write one frame now, or after what waits to be written (never blocks)."""
+        if self.closed:
+            return
+        try:
+            self.lines.send_nowait(rpc.encode(frame))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.closed = True
+
     async def send(self, frame: dict[str, Any]) -> None:
         """Write one frame (dropped when the client is gone)."""
         if self.closed:
@@ -145,10 +157,15 @@ class ControlServer:
             "daemon.status": self._daemon_status,
             "daemon.stop": self._daemon_stop,
         }
+        self._inline: dict[str, Inline] = {}
 
-    def extend(self, handlers: dict[str, Handler]) -> None:
-        """Serve more methods (their models are in ``rpc.METHODS``; ``chit proxy``'s)."""
+    def extend(self, handlers: dict[str, Handler], inline: dict[str, Inline] | None = None) -> None:
+        """Serve more methods (their models are in ``rpc.METHODS``; ``chit proxy``'s).
+
+        ``inline`` may serve some of them first, without a task per request.
+        """
         self._handlers.update(handlers)
+        self._inline.update(inline or {})
 
     async def serve(self, listener: SocketListener) -> None:
         """Accept connections until cancelled."""
@@ -216,10 +233,27 @@ class ControlServer:
                     return
                 await self._dispatch(conn, frame)
                 continue
+            inline = self._inline.get(frame.method)
+            if (
+                inline is not None
+                and conn.compatible
+                and await self._inline_took(inline, conn, frame)
+            ):
+                continue
             if frame.method in ("events.subscribe", "events.unsubscribe", "daemon.status"):
                 conn.tg.start_soon(self._dispatch, conn, frame)
             else:
                 self._actions.start_soon(self._dispatch, conn, frame)
+
+    @staticmethod
+    async def _inline_took(inline: Inline, conn: Connection, frame: rpc.Frame) -> bool:
+        try:
+            return inline(frame, conn)
+        except Exception as exc:  # a bug: the client gets one line, the log the details
+            log.exception("request %s failed", frame.method)
+            message = redact(f"internal error in chit's daemon: {type(exc).__name__}: {exc}")
+            await conn.send(rpc.error(frame.id, rpc.INTERNAL_ERROR, message[:300]))
+            return True
 
     async def _dispatch(self, conn: Connection, frame: rpc.Frame) -> None:
         method = rpc.METHODS.get(frame.method or "")

@@ -76,6 +76,14 @@ class HostPeer(Protocol):
         ...
 
 
+class Cancellable(Protocol):
+    """A request in flight that can be cancelled."""
+
+    def cancel(self) -> None:
+        """Cancel it (its answer, if any, is then "request cancelled")."""
+        ...
+
+
 @dataclass(eq=False)
 class Attachment:
     """One proxy serving one host for one server."""
@@ -86,8 +94,9 @@ class Attachment:
     since: str
     pid: int | None = None
     info: UpstreamInfo | None = None
-    routes: dict[str, anyio.CancelScope] = field(default_factory=dict)
-    """Requests of this host in flight on the server, oldest first (cancel scopes)."""
+    routes: dict[str, Cancellable] = field(default_factory=dict)
+    """Requests of this host in flight on the server, oldest first (cancel scopes, or
+    the :class:`~chit.tasks.client.pipes.PipeCall` of a request without a task)."""
     forwarded: dict[str, ForwardParams] = field(default_factory=dict)
     """The ``tools/call`` requests among them (a server question may wait for a person)."""
 
@@ -147,7 +156,7 @@ class Upstreams:
 
     def detach(self, att: Attachment) -> None:
         """The proxy went away: cancel its requests in flight, forget it."""
-        for scope in att.routes.values():
+        for scope in list(att.routes.values()):  # a request without a task leaves at once
             scope.cancel()
         if self.attachments.pop(att.number, None) is not None:
             log.info("host %s detached from %s", att.params.host.label, att.server)

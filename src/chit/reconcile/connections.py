@@ -275,6 +275,14 @@ class ConnectionPool:
             conn.last_used = self.clock.monotonic()
             return client
 
+    def peek(self, server: str) -> TaskClient | None:
+        """The connected client of ``server`` without waiting, or None (``get`` connects)."""
+        conn = self._conns.get(server)
+        if conn is None or conn.client is None:
+            return None
+        conn.last_used = self.clock.monotonic()
+        return conn.client
+
     def _spec(self, server: str) -> ServerSpec:
         """Resolve ``server``; every failure is a ``TaskError`` the check can record.
 
