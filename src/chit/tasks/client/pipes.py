@@ -36,13 +36,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from pydantic import ValidationError
 
 from chit.tasks.client.noise import StdoutNoise
+from chit.tasks.client.pipe_calls import Outcome, PipeCall, Reply, closed, parse_answer
 from chit.tasks.client.tap import Tap
 
 log = logging.getLogger("chit.tasks.client.stdio")
@@ -50,10 +48,6 @@ log = logging.getLogger("chit.tasks.client.stdio")
 CHUNK = 1 << 16
 QUEUE_HIGH = 256
 """Messages the session has not taken yet before the reader pauses (back-pressure)."""
-
-Outcome = dict[str, Any] | MCPError | None
-"""How a request sent as JSON ends: the server's result, an ``MCPError`` (the server's
-error, ``REQUEST_TIMEOUT``, ``CONNECTION_CLOSED``), or None (its caller cancelled it)."""
 
 
 def available() -> bool:
@@ -65,70 +59,6 @@ def available() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _closed() -> MCPError:
-    return MCPError(code=CONNECTION_CLOSED, message="Connection closed")
-
-
-class PipeCall:
-    """A request sent as JSON, waiting for its answer (:meth:`ServerPipes.request_soon`)."""
-
-    __slots__ = ("done", "finished", "key", "method", "pipes", "request_id", "timeout", "timer")
-
-    def __init__(
-        self,
-        pipes: ServerPipes,
-        request_id: int,
-        method: str,
-        timeout: float,
-        done: Callable[[Outcome], None],
-    ) -> None:
-        self.pipes = pipes
-        self.request_id = request_id
-        self.key = coerce_request_id(request_id)
-        self.method = method
-        self.timeout = timeout
-        self.done = done
-        self.finished = False
-        self.timer: asyncio.TimerHandle | None = None
-
-    def _finish(self, outcome: Outcome) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        if self.pipes._calls.get(self.key) is self:
-            del self.pipes._calls[self.key]
-        if self.timer is not None:
-            self.timer.cancel()
-        self.done(outcome)
-
-    def settle(self, outcome: Outcome) -> None:
-        """The server answered (or the connection ended)."""
-        self._finish(outcome)
-
-    def expire(self) -> None:
-        """The timeout passed: a courtesy cancel, as the SDK sends one."""
-        if not self.finished:
-            self.pipes.cancel_nowait(self.request_id, f"timed out after {self.timeout}s")
-            message = f"Request {self.method!r} timed out"
-            self._finish(MCPError(code=REQUEST_TIMEOUT, message=message))
-
-    def cancel(self) -> None:
-        """The caller gave up: tell the server; the outcome is None."""
-        if not self.finished:
-            self.pipes.cancel_nowait(self.request_id, "caller cancelled")
-            self._finish(None)
-
-
-class _Reply:
-    """An answer to a :class:`PipeCall`, queued behind earlier messages of the server."""
-
-    __slots__ = ("call", "outcome")
-
-    def __init__(self, call: PipeCall, outcome: Outcome) -> None:
-        self.call = call
-        self.outcome = outcome
 
 
 class ServerPipes:
@@ -206,34 +136,17 @@ class ServerPipes:
 
     def _answer(self, line: bytes) -> bool:
         """Settle a waiting :class:`PipeCall` with ``line`` if it is its answer."""
-        try:
-            msg = json.loads(line)
-        except (ValueError, RecursionError):
+        parsed = parse_answer(line)
+        if parsed is None:
             return False
-        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "method" in msg:
-            return False
-        rid = msg.get("id")
-        if isinstance(rid, bool) or not isinstance(rid, int | str):
-            return False
-        call = self._calls.get(coerce_request_id(rid))
+        key, outcome, msg = parsed
+        call = self._calls.pop(key, None)
         if call is None:
             return False
-        outcome: Outcome
-        if isinstance(msg.get("result"), dict) and "error" not in msg:
-            outcome = msg["result"]
-        elif isinstance(msg.get("error"), dict) and "result" not in msg:
-            try:
-                error = types.ErrorData.model_validate(msg["error"])
-            except ValidationError:
-                return False  # not an answer: the session's path judges it
-            outcome = MCPError(code=error.code, message=error.message, data=error.data)
-        else:
-            return False
-        del self._calls[call.key]
         if self.tap is not None:
             self._observe("received", msg)
         if self._queue:
-            self._push(_Reply(call, outcome))  # after what the server sent before it
+            self._push(Reply(call, outcome))  # after what the server sent before it
         else:
             call.settle(outcome)
         return True
@@ -255,12 +168,12 @@ class ServerPipes:
         """Every request sent as JSON ends with ``CONNECTION_CLOSED``."""
         calls, self._calls = self._calls, {}
         for call in calls.values():
-            call.settle(_closed())
+            call.settle(closed())
 
     def settle_queued(self) -> None:
         """Settle the answers still queued (closing: the session's loop will not come)."""
         for item in self._queue:
-            if isinstance(item, _Reply):
+            if isinstance(item, Reply):
                 item.call.settle(item.outcome)
 
     async def receive(self) -> SessionMessage | Exception:
@@ -274,7 +187,7 @@ class ServerPipes:
                 item = self._queue.popleft()
                 if not self._reading and len(self._queue) < QUEUE_HIGH // 2:
                     self.resume_reading()
-                if isinstance(item, _Reply):
+                if isinstance(item, Reply):
                     item.call.settle(item.outcome)
                     continue
                 return item  # type: ignore[no-any-return]
@@ -384,18 +297,18 @@ class ServerPipes:
             MCPError: ``CONNECTION_CLOSED``: the server is gone (``done`` is not called).
         """
         if self.eof or self.in_closed:
-            raise _closed()
+            raise closed()
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params:
             message["params"] = params
         line = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
-        call = PipeCall(self, request_id, method, timeout, done)
+        call = PipeCall(self._calls, self.cancel_nowait, request_id, method, timeout, done)
         if self.tap is not None:
             self._observe("sent", message)
         try:
             self.write_nowait(line.encode("utf-8"))
         except anyio.BrokenResourceError:
-            raise _closed() from None
+            raise closed() from None
         self._calls[call.key] = call
         # A timer, not a cancel scope: one per call was measurable.
         call.timer = self._loop.call_later(timeout, call.expire)
