@@ -9,6 +9,7 @@ progress and notifications — by handing them to the proxy's host object.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -125,7 +126,9 @@ class RemoteBackend(RemoteEngine):
         if self._answered_by and isinstance(frame.id, int):
             callback = self._answered_by.pop(frame.id, None)
             if callback is not None:
-                _answer(callback, frame)
+                # Soon, not now: after the tasks started for the frames before it (a
+                # notice for the host), as a waiting request would have woken.
+                asyncio.get_running_loop().call_soon(_answer, callback, frame)
 
     async def until_lost(self) -> None:
         """Return when the daemon is gone; raise the one-line error the proxy exits with.

@@ -188,7 +188,9 @@ class ServerPipes:
                 if not self._reading and len(self._queue) < QUEUE_HIGH // 2:
                     self.resume_reading()
                 if isinstance(item, Reply):
-                    item.call.settle(item.outcome)
+                    # Soon, not now: after the tasks the session just started for the
+                    # messages before it, as the SDK's path wakes a waiting request.
+                    self._loop.call_soon(item.call.settle, item.outcome)
                     continue
                 return item  # type: ignore[no-any-return]
             if self.eof:
