@@ -151,8 +151,9 @@ class FastPath:
 
     def _answered(self, rid: int | str, sent: _Sent, write: Write, frame: Any) -> None:
         """The daemon's reply to :meth:`_send` (None: the connection ended first)."""
-        if self.inflight.get(rid) is sent:
-            del self.inflight[rid]
+        if self.inflight.get(rid) is not sent:
+            return  # the host cancelled it: no answer is due
+        del self.inflight[rid]
         if frame is None:
             message = "chit's daemon went away while the request was in flight"
             write(_error_line(rid, INTERNAL_ERROR, message))
