@@ -166,9 +166,9 @@ class ServerPipes:
 
     def fail_calls(self) -> None:
         """Every request sent as JSON ends with ``CONNECTION_CLOSED``."""
-        calls, self._calls = self._calls, {}
-        for call in calls.values():
+        for call in list(self._calls.values()):  # each leaves the dict as it settles
             call.settle(closed())
+        self._calls.clear()
 
     def settle_queued(self) -> None:
         """Settle the answers still queued (closing: the session's loop will not come)."""
