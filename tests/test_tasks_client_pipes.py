@@ -38,7 +38,7 @@ def _call(client: TaskClient, tool: str, arguments: dict[str, Any]) -> tuple[int
         "method": "tools/call",
         "params": {"name": tool, "arguments": arguments},
     }
-    client.session._stamp(data, {})  # type: ignore[arg-type]
+    client.session._stamp(data, {})
     undeclare_extension(data["params"])  # a plain call, as a host without tasks sends it
     return client.session._dispatcher._allocate_id(), data["params"]  # type: ignore[attr-defined]
 
