@@ -16,17 +16,13 @@ Requests that want progress, and servers not on pipes, take the task.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from chit.proxy import wire as pwire
 from chit.proxy.models import Answer, ForwardParams
+from chit.proxy.upstream import Attachment, Upstreams, session_id, stamped
 from chit.tasks.client.pipes import Outcome
-
-if TYPE_CHECKING:
-    from chit.proxy.upstream import Attachment, Upstreams
 
 CANCELLED = Answer(error={"code": INTERNAL_ERROR, "message": "request cancelled"})
 """The answer of a request cancelled before the server answered (as the task path)."""
@@ -45,17 +41,8 @@ def forward_soon(
     pipes = client.pipes if client is not None else None
     if client is None or pipes is None:
         return False
-    data: dict[str, Any] = {"method": p.method, "params": pwire.host_params(p.params)}
-    opts: dict[str, Any] = {}
-    client.session._stamp(data, opts)  # type: ignore[arg-type]
-    if not p.declare_extension:
-        pwire.undeclare_extension(data["params"])
+    params, opts = stamped(ups.sup, client, p)
     long = p.method == "tools/call"
-    timeout = ups.sup.pool.options.result_timeout if long else client.read_timeout
-    dispatcher: Any = client.session._dispatcher
-    request_id = dispatcher._allocate_id()
-    while request_id in dispatcher._pending:
-        request_id = dispatcher._allocate_id()
     route = p.route
 
     def done(outcome: Outcome) -> None:
@@ -75,7 +62,7 @@ def forward_soon(
     if long:
         att.forwarded[route] = p
     try:
-        call = pipes.request_soon(request_id, p.method, data["params"], timeout, done)
+        call = pipes.request_soon(session_id(client), p.method, params, opts["timeout"], done)
     except MCPError as exc:  # the server is gone: answered as the task path would
         done(exc)
         return True

@@ -180,13 +180,8 @@ class Upstreams:
         unreachable), and the session is reconnected on the next use.
         """
         client = await connect(self.sup.pool, att.server)
-        data: dict[str, Any] = {"method": p.method, "params": pwire.host_params(p.params)}
-        opts: dict[str, Any] = {}
-        client.session._stamp(data, opts)  # type: ignore[arg-type]
-        if not p.declare_extension:
-            pwire.undeclare_extension(data["params"])
+        params, opts = stamped(self.sup, client, p)
         long = p.method == "tools/call"
-        opts["timeout"] = self.sup.pool.options.result_timeout if long else client.read_timeout
         if p.progress:
 
             async def relay(progress: float, total: float | None, message: str | None) -> None:
@@ -199,7 +194,7 @@ class Upstreams:
         with anyio.CancelScope() as scope:
             att.routes[p.route] = scope
             try:
-                raw = await _send(client, p, data["params"], opts)
+                raw = await _send(client, p, params, opts)
                 self.sup.pool.succeeded(att.server)
                 answer = Answer(result=raw)
             except MCPError as exc:
@@ -307,14 +302,39 @@ async def _send(
     answer comes back as JSON (:meth:`ServerPipes.request`, under an id of the
     session's own counter); otherwise through the SDK's dispatcher.
     """
-    dispatcher = client.session._dispatcher
     pipes = client.pipes
     if pipes is None or p.progress:
+        dispatcher = client.session._dispatcher
         return await dispatcher.send_raw_request(p.method, params, opts)  # type: ignore[arg-type]
-    request_id = dispatcher._allocate_id()  # type: ignore[attr-defined]
-    while request_id in dispatcher._pending:  # type: ignore[attr-defined]
-        request_id = dispatcher._allocate_id()  # type: ignore[attr-defined]
-    return await pipes.request(request_id, p.method, params, opts["timeout"])
+    return await pipes.request(session_id(client), p.method, params, opts["timeout"])
+
+
+def stamped(
+    sup: Supervisor, client: TaskClient, p: ForwardParams
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The host's params as the engine's session sends them, and the call's options.
+
+    The host's envelope is replaced by the session's stamp (without the tasks extension
+    when the host did not declare it); ``timeout``: a ``tools/call`` may run as long as
+    a result may take, anything else the session's read timeout.
+    """
+    data: dict[str, Any] = {"method": p.method, "params": pwire.host_params(p.params)}
+    opts: dict[str, Any] = {}
+    client.session._stamp(data, opts)  # type: ignore[arg-type]
+    if not p.declare_extension:
+        pwire.undeclare_extension(data["params"])
+    long = p.method == "tools/call"
+    opts["timeout"] = sup.pool.options.result_timeout if long else client.read_timeout
+    return data["params"], opts
+
+
+def session_id(client: TaskClient) -> int:
+    """A request id of the session's own counter (never one of its requests' ids)."""
+    dispatcher: Any = client.session._dispatcher
+    request_id: int = dispatcher._allocate_id()
+    while request_id in dispatcher._pending:
+        request_id = dispatcher._allocate_id()
+    return request_id
 
 
 def _newest_call(attachments: list[Attachment]) -> tuple[Attachment, str] | None:
