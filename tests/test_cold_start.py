@@ -123,6 +123,75 @@ def test_empty_home_reads_import_nothing_heavy(
     ]
 
 
+_ENTRY_PROBE = """
+import json, sys
+from chit.cli.entry import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
+"""
+
+#: Never imported by the click-free entry (chit.cli.entry) reading an empty home.
+ENTRY_NEVER = ("click", "logging", "dataclasses", "inspect", "chit.cli.main")
+
+
+@pytest.mark.parametrize(
+    ("args", "output", "code", "error"),
+    [
+        (("receipts", "--json"), "[]", 0, ""),
+        (("receipts",), "", 0, "no receipts"),
+        (("receipts", "--limit=3", "--jsonl"), "", 0, ""),
+        (("show", "01ABC", "--json"), "", 3, "chit: no receipt starts with '01ABC'"),
+    ],
+    ids=["receipts-json", "receipts", "receipts-jsonl", "show"],
+)
+def test_the_entry_reads_an_empty_home_without_click(
+    tmp_path: Path, args: tuple[str, ...], output: str, code: int, error: str
+) -> None:
+    """``chit receipts`` and ``chit show`` on a plain command line: no click, no logging.
+
+    What it prints is checked against click's own in tests/test_cli_entry.py. A failure
+    (``show``: no such receipt) may load more to report it, but not click.
+    """
+    home = tmp_path / "home"
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENTRY_PROBE, "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    *lines, report = proc.stderr.splitlines()
+    ran = json.loads(report)
+    assert (ran["code"], proc.stdout.strip(), "\n".join(lines).strip()) == (code, output, error)
+    banned = ENTRY_NEVER if code == 0 else ("click", "chit.cli.main")
+    assert _loaded(ran["modules"], banned + HEAVY_WHEN_EMPTY + HEAVY_ALWAYS) == []
+    assert not home.exists()
+
+
+def test_python_m_chit_goes_through_the_entry(tmp_path: Path) -> None:
+    """``python -m chit`` (the benchmark's command) takes the entry, and falls back."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "CHIT_HOME": str(tmp_path / "h")}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    chit = [sys.executable, "-X", "importtime", "-m", "chit", "receipts"]
+    plain = subprocess.run([*chit, "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert plain.returncode == 0 and plain.stdout == "[]\n"
+    assert " click\n" not in plain.stderr and "chit.cli.entry" in plain.stderr
+    bad = subprocess.run(
+        [*chit, "--limit", "0"], capture_output=True, text=True, env=env, timeout=120
+    )
+    errors = [ln for ln in bad.stderr.splitlines() if not ln.startswith("import time:")]
+    assert bad.returncode == 2 and len(errors) == 1 and "--limit" in errors[0]
+    assert " click\n" in bad.stderr  # click read and reported it
+
+
 def test_reading_receipts_never_loads_the_engine(tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
     with Store.open(home) as store:

@@ -1,5 +1,5 @@
 """Allow ``python -m chit``."""
 
-from chit.cli.main import main
+from chit.cli.entry import main
 
 main()

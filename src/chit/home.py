@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from chit.errors import ChitError, ExitCode
@@ -20,11 +19,33 @@ DB_NAME = "chit.db"
 CONFIG_NAME = "config.toml"
 
 
-@dataclass(frozen=True)
 class Home:
-    """Resolved paths under one chit home."""
+    """Resolved paths under one chit home (immutable, equal when the roots are).
 
-    root: Path
+    A plain class rather than a frozen dataclass: ``dataclasses`` imports ``inspect``,
+    which was a tenth of a cold ``chit receipts`` once click was gone from it (issue 9).
+    """
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        """The home directory."""
+        return self._root
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Home):
+            return NotImplemented
+        return self._root == other._root
+
+    def __hash__(self) -> int:
+        return hash(self._root)
+
+    def __repr__(self) -> str:
+        return f"Home(root={self._root!r})"
 
     @property
     def db_path(self) -> Path:

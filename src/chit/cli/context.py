@@ -6,23 +6,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import click
-
 from chit.home import Home, resolve_home
 
 if TYPE_CHECKING:
+    import click
+
     from chit.store import Store
+
+
+def home_option(ctx: click.Context) -> str | None:
+    """The ``--home`` given to ``chit`` (or ``$CHIT_HOME``); None for the default."""
+    obj = ctx.find_root().obj or {}
+    home: str | None = obj.get("home")
+    return home
 
 
 def home_of(ctx: click.Context) -> Home:
     """The home chosen by ``--home`` / ``$CHIT_HOME`` / the user data dir."""
-    obj = ctx.find_root().obj or {}
-    return resolve_home(obj.get("home"))
+    return resolve_home(home_option(ctx))
 
 
 @contextmanager
 def open_store(ctx: click.Context, *, readonly: bool = False) -> Iterator[Store]:
-    """Open the store under the home, and close it afterwards.
+    """Open the store under the command's home, and close it afterwards.
 
     Args:
         ctx: The command's context.
@@ -30,9 +36,19 @@ def open_store(ctx: click.Context, *, readonly: bool = False) -> Iterator[Store]
             so the command works on a home it cannot write. Otherwise the home and the
             store are created if needed.
     """
+    with store_at(home_of(ctx), readonly=readonly) as store:
+        yield store
+
+
+@contextmanager
+def store_at(home: Home, *, readonly: bool = False) -> Iterator[Store]:
+    """Open the store under ``home`` (see :func:`open_store`), and close it afterwards."""
+    from chit.cli import terminal_log
     from chit.store import Store  # sqlite-utils and the models: only when a store is used
 
-    home = home_of(ctx)
+    # The click group installs it for every command; the click-free entry
+    # (chit.cli.entry) has no logging loaded until a store brings its libraries.
+    terminal_log.install()
     store = Store.open_readonly(home) if readonly else Store.open(home.ensure())
     try:
         yield store
@@ -41,8 +57,8 @@ def open_store(ctx: click.Context, *, readonly: bool = False) -> Iterator[Store]
 
 
 @contextmanager
-def read_store(ctx: click.Context) -> Iterator[Store | None]:
-    """Open the store to read only (``open_store(readonly=True)``); ``None`` without one.
+def read_store(home: Home) -> Iterator[Store | None]:
+    """Open ``home``'s store to read only (``store_at(readonly=True)``); ``None`` without one.
 
     A home with no store yet has no receipts, and answering that needs neither a
     database (not even the empty in-memory one ``Store.open_readonly`` would build) nor
@@ -52,9 +68,9 @@ def read_store(ctx: click.Context) -> Iterator[Store | None]:
     Raises:
         UnsafeHome: the home exists and is not private.
     """
-    home = home_of(ctx).check()
+    home = home.check()
     if not home.db_path.exists() and not home.db_path.is_symlink():
         yield None
         return
-    with open_store(ctx, readonly=True) as store:
+    with store_at(home, readonly=True) as store:
         yield store

@@ -7,17 +7,20 @@ stdout carries data only; errors are one line on stderr with a stable exit code
 from __future__ import annotations
 
 import importlib
-import logging
-import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from chit import __version__
-from chit.errors import ChitError, ExitCode
+from chit.cli import terminal_log
+from chit.cli.params import GLOBAL, click_params
+from chit.cli.terminal import exit_for, fail, one_line
+from chit.errors import ExitCode
 from chit.inputs import first_surrogate
+
+__all__ = ["COMMAND_MODULES", "ChitGroup", "cli", "fail", "load_command", "main", "one_line"]
 
 #: Each top-level command and the ``chit.cli`` modules that define it. A command's
 #: modules are imported when the command is run (or help lists it): ``chit receipts``
@@ -84,7 +87,7 @@ class ChitGroup(click.Group):
     ) -> Any:
         """Run the command line; with ``standalone_mode`` (the default) exit when done."""
         argv = list(sys.argv[1:] if args is None else args)
-        logging.lastResort = TerminalLog(logging.WARNING)
+        terminal_log.install()
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, False, **extra)
         for position, arg in enumerate(argv, start=1):
@@ -116,84 +119,9 @@ class ChitGroup(click.Group):
             return None  # see main(): only click's Exit yields an exit code
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except ChitError as exc:
-            fail(exc.message, exc.exit_code, exc.details)
-        except KeyboardInterrupt:
-            # Ctrl-C is the person's choice, not a bug (1): 130, as shells report SIGINT.
-            fail("interrupted", ExitCode.DETACHED)
-        except BrokenPipeError:
-            # The reader went away (``chit receipts | head``): not an error. Point stdout
-            # at /dev/null so the interpreter's final flush does not fail again.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(int(ExitCode.OK))
-        except Exception as exc:  # a bug: keep the terminal clean, offer the details
-            # sqlite3 is looked up, not imported: a command that raised its error loaded it.
-            sqlite3 = sys.modules.get("sqlite3")
-            if sqlite3 is not None and isinstance(exc, sqlite3.OperationalError):
-                fail(f"store error: {exc}", ExitCode.STORE)
-            from chit.tasks.server.backend import StoreUnavailable
-
-            if isinstance(exc, StoreUnavailable):
-                # A server store (PostgreSQL) that is unreachable, or psycopg missing: the
-                # environment, not a bug. Any command that opens one may meet it.
-                fail(f"cannot open the store: {exc.reason}", ExitCode.STORE)
-            if os.environ.get("CHIT_DEBUG"):
-                raise
-            fail(
-                f"internal error: {type(exc).__name__}: {exc} (run with CHIT_DEBUG=1 for details)",
-                ExitCode.INTERNAL,
-            )
-
-
-class TerminalLog(logging.Handler):
-    """Log records that reach no configured handler: one ``chit: warning: …`` line each.
-
-    Installed as :data:`logging.lastResort`, which Python already uses when nothing else
-    handles a record — it printed the message and a full traceback; this prints one
-    escaped line (the traceback only with ``CHIT_DEBUG=1``). The stream is looked up at
-    each record, so a TUI that captures ``sys.stderr`` captures these too.
-    """
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = f"chit: {record.levelname.lower()}: {one_line(record.getMessage())}"
-            if record.exc_info and os.environ.get("CHIT_DEBUG"):
-                import traceback
-
-                text += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
-            sys.stderr.write(text + "\n")
-        except Exception:
-            self.handleError(record)
-
-
-def fail(message: str, code: ExitCode, details: Sequence[str] = ()) -> NoReturn:
-    """Print ``chit: message`` on stderr — one line, whatever it holds — and exit.
-
-    Each of ``details`` (an error with several parts: every argument that does not fit
-    a tool's schema) follows on a line of its own, indented, made one line the same way.
-    Everything is redacted (``chit.redaction``): an unexpected error can quote what a
-    server sent, task handle included.
-    """
-    from chit.redaction import redact
-
-    click.echo(f"chit: {one_line(redact(message))}", err=True)
-    for detail in details:
-        click.echo(f"chit:   {one_line(redact(detail))}", err=True)
-    sys.exit(int(code))
-
-
-def one_line(text: str) -> str:
-    """``text`` as one printable line: whitespace runs become a space, other control
-    characters (terminal escapes included) and lone surrogates become ``\\xNN`` escapes."""
-    out: list[str] = []
-    for ch in " ".join(text.split()):
-        code = ord(ch)
-        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000:
-            out.append(f"\\x{code & 0xFF:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+        except (KeyboardInterrupt, Exception) as exc:
+            # ChitError, Ctrl-C, a closed pipe, a bug: as the click-free entry ends them.
+            exit_for(exc)
 
 
 def usage_line(exc: click.UsageError) -> str:
@@ -207,24 +135,7 @@ def usage_line(exc: click.UsageError) -> str:
 
 @click.group(cls=ChitGroup, invoke_without_command=True)
 @click.version_option(__version__, prog_name="chit")
-@click.option(
-    "--home",
-    type=click.Path(file_okay=False),
-    envvar="CHIT_HOME",
-    help="chit's home directory (default: $CHIT_HOME, else the user data dir).",
-)
-@click.option(
-    "--readonly",
-    is_flag=True,
-    envvar="CHIT_READONLY",
-    help="With no command: open the TUI to look only (no answer, cancel, accept or call).",
-)
-@click.option(
-    "--no-daemon",
-    is_flag=True,
-    envvar="CHIT_NO_DAEMON",
-    help="Run the engine in this process instead of asking the home's daemon (scripts, tests).",
-)
+@click_params(GLOBAL)
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, readonly: bool, no_daemon: bool) -> None:
     """chit: durable work receipts for MCP tasks. With no command, opens the TUI."""

@@ -11,9 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from chit import clock
+from chit.cli.terminal import echo
 
 if TYPE_CHECKING:
     from chit.receipts import Observation, Receipt
@@ -72,13 +71,13 @@ def observation_json(observation: Observation) -> dict[str, Any]:
 
 def emit_json(value: Any) -> None:
     """Write ``value`` as indented JSON on stdout."""
-    click.echo(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False))
+    echo(json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False))
 
 
 def emit_jsonl(values: Iterable[Mapping[str, Any]]) -> None:
     """Write one compact JSON object per line on stdout."""
     for value in values:
-        click.echo(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+        echo(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
 def ago(then: datetime | None, now: datetime) -> str:
