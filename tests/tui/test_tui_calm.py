@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.style import Style
+from textual.coordinate import Coordinate
+from textual.geometry import Region
 
 from chit import clock
 from chit.receipts import LifecycleState, RetrievalCondition
@@ -160,3 +163,81 @@ async def test_a_clock_tick_draws_only_the_cells_that_moved(tmp_path: Path) -> N
         assert full_updates == 0
         # Three rows, one moving cell each ("seen"; their expiry has no TTL), per tick.
         assert sorted(rendered) == ["observed"] * 9, rendered
+
+
+def _cells(table: ReceiptTable) -> list[list[tuple[str, Style | None]]]:
+    """Every visible line of ``table`` as drawn now, one (character, style) per cell."""
+    lines = table.render_lines(Region(0, 0, table.size.width, table.size.height))
+    return [[(ch, seg.style) for seg in strip for ch in seg.text] for strip in lines]
+
+
+async def test_a_tick_repaints_the_moved_cells_alone_and_composes_no_row(
+    tmp_path: Path,
+) -> None:
+    """The stamps advance with the (injected) clock; a tick repaints only their cells.
+
+    Textual's ``DataTable`` composes a whole line from every cell of its row; one moving
+    column made every recent row's line be composed again each second. A tick now marks
+    only the moved cells' regions on screen and splices the new cells into the lines
+    drawn before — which must be exactly the lines a full draw makes.
+    """
+    app = _app(tmp_path / "home", timedelta(seconds=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(ReceiptTable)
+        compositor = app.screen._compositor
+        partial, compose = compositor.render_partial_update, table._render_line_in_row
+        dirty: list[Region] = []
+        composed = 0
+
+        def watching() -> Any:
+            dirty.extend(compositor._dirty_regions)
+            return partial()
+
+        def composing(*args: Any, **kwargs: Any) -> Any:
+            nonlocal composed
+            composed += 1
+            return compose(*args, **kwargs)
+
+        column = table.get_column_index("observed")
+        rows = [i for i, key in enumerate(table.keys) if key.startswith("r:")]
+        origin = table.content_region.offset
+        moved = {table._get_cell_region(Coordinate(row, column)).translate(origin) for row in rows}
+        for second in (1, 2, 3):
+            clock.freeze(NOW + timedelta(seconds=second))
+            dirty.clear()
+            composed = 0
+            compositor.render_partial_update = watching  # type: ignore[method-assign]
+            table._render_line_in_row = composing  # type: ignore[method-assign]
+            app.tick()
+            await settle(pilot)
+            await pilot.pause()
+            compositor.render_partial_update = partial  # type: ignore[method-assign]
+            table._render_line_in_row = compose  # type: ignore[method-assign]
+            assert set(dirty) == moved, (sorted(dirty), sorted(moved))
+            assert composed == 0
+            shown = screen_text(app)
+            assert f"{11 + second}s" in shown and f"{10 + second}s" not in shown
+        spliced = _cells(table)
+        table._clear_caches()
+        assert spliced == _cells(table)
+
+
+async def test_stamps_stay_right_when_the_cursor_moves_between_ticks(tmp_path: Path) -> None:
+    """A line drawn with the cursor elsewhere is never shown with an old stamp."""
+    app = _app(tmp_path / "home", timedelta(seconds=10))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(ReceiptTable)
+        for second in (1, 2, 3, 4):
+            clock.freeze(NOW + timedelta(seconds=second))
+            app.tick()
+            await settle(pilot)
+            await pilot.press("down" if second % 2 else "up")
+            await settle(pilot)
+            shown = screen_text(app)
+            assert shown.count(f"{11 + second}s") == 1, shown
+            assert f"{10 + second}s" not in shown
+            spliced = _cells(table)
+            table._clear_caches()
+            assert spliced == _cells(table), f"at +{second} s"

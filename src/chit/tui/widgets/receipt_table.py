@@ -14,17 +14,13 @@ text go first on a narrow terminal.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.message import Message
-from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
 
 from chit.tui.safe import one_line, plain_line
 from chit.tui.view import NO_WORK, Group, Row, Snapshot, ago, countdown, near_expiry, observed
@@ -36,9 +32,7 @@ from chit.tui.widgets.badges import (
     styled,
     verdict_badge,
 )
-
-WHOLE_TABLE = 60
-"""More changed cells than this are drawn by one redraw of the table, not cell by cell."""
+from chit.tui.widgets.cell_table import CellTable
 
 MIN_PURPOSE = 24
 """The purpose column never gets fewer characters than this while others can give way."""
@@ -74,8 +68,6 @@ GIVE_WAY: tuple[tuple[str, Column | None], ...] = (
 """What gives way, in order, until the purpose has :data:`MIN_PURPOSE` characters."""
 
 Cells = tuple[Text, ...]
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 def layout(width: int) -> tuple[tuple[Column, ...], int]:
@@ -113,7 +105,7 @@ def short_ago(text: str) -> str:
     return number + {"s": "s", "min": "m", "h": "h", "d": "d"}.get(unit.split(" ")[0], "")
 
 
-class ReceiptTable(DataTable[Text]):
+class ReceiptTable(CellTable):
     """A ``DataTable`` of receipts; posts :class:`ReceiptTable.EndReached` to page on."""
 
     DEFAULT_CSS = """
@@ -315,47 +307,7 @@ class ReceiptTable(DataTable[Text]):
             shown.pop()
             self.remove_row(str(len(shown)))
         if changed:
-            self._set_cells(changed)
-
-    def _set_cells(self, changed: list[tuple[str, str, Text]]) -> None:
-        """Write ``(row, column, value)`` cells and draw those cells again, alone.
-
-        ``DataTable.update_cell`` counts an update, and the count is part of every key
-        of the table's render caches: each call had Textual render every visible cell
-        again through Rich. With a column of "12 s ago" moving every second that was
-        most of an open TUI's CPU (``benchmarks/daemon.py --only tui``). Here only the
-        changed cells' cached renders (and their rows') are dropped and only their
-        regions refreshed. When most of a screen changed (a filter keystroke) the whole
-        table is drawn again once instead. It reaches into DataTable's caches
-        (Textual 8); on a Textual without them it falls back to ``update_cell``, and
-        ``tests/tui/test_tui_calm.py`` checks that the screen shows the new text.
-        """
-        try:
-            data = self._data
-            caches = (self._cell_render_cache, self._row_render_cache)
-            renderables, lines = self._row_renderable_cache, self._line_cache
-        except AttributeError:  # pragma: no cover - another Textual's DataTable
-            for key, column, value in changed:
-                self.update_cell(key, column, value)
-            return
-        for key, column, value in changed:
-            data[RowKey(key)][ColumnKey(column)] = value
-        if len(changed) > WHOLE_TABLE:
-            self._update_count += 1  # every cache key changes: one full redraw
-            self.refresh()
-            return
-        cells = {(RowKey(key), ColumnKey(column)) for key, column, _ in changed}
-        rows = {row for row, _ in cells}
-        cell_cache, row_cache = caches
-        _drop(cell_cache, lambda k: (k[0], k[1]) in cells)
-        _drop(row_cache, lambda k: k[0] in rows)
-        indexes = {self.get_row_index(row) for row in rows}
-        _drop(renderables, lambda k: k[1] in indexes)
-        lines.clear()  # keyed by screen line; rebuilt from the row caches as drawn
-        for key, column, _ in changed:
-            self.refresh_coordinate(
-                Coordinate(self.get_row_index(key), self.get_column_index(column))
-            )
+            self.set_cells(changed)
 
     @property
     def keys(self) -> list[str]:
@@ -382,16 +334,10 @@ class ReceiptTable(DataTable[Text]):
             self.post_message(self.EndReached())
 
 
-def _drop(cache: LRUCache[K, V], stale: Callable[[K], bool]) -> None:
-    """Discard the entries of ``cache`` whose key is ``stale``."""
-    # Textual's LRUCache has keys() but no iteration of its own.
-    for key in [k for k in cache.keys() if stale(k)]:  # noqa: SIM118
-        cache.discard(key)
-
-
 def _same(a: Cells, b: Cells) -> bool:
     """Cells look the same (``Text ==`` ignores the base style, which carries colour)."""
+    # A clock tick keeps most cells as the same objects: those need no comparing.
     return len(a) == len(b) and all(
-        x.plain == y.plain and str(x.style) == str(y.style) and x.spans == y.spans
+        x is y or (x.plain == y.plain and str(x.style) == str(y.style) and x.spans == y.spans)
         for x, y in zip(a, b, strict=True)
     )
