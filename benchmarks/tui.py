@@ -1,8 +1,12 @@
 """TUI benchmark: first paint, RSS, filter latency, and the CPU of an open TUI.
 
     python benchmarks/tui.py [--receipts 100000] [--live 1000] [--idle-s 30] [--only PART]
+                             [--against SRC]
 
 PART: ``paint`` (first paint, filter, RSS) or ``cpu`` (an open TUI); default both.
+``--against SRC``: the paint cases run also with chit imported from ``SRC`` (another
+checkout's ``src``, e.g. main before a change), interleaved with this one's: a before/
+after comparison side by side, under the same load.
 
 1. First paint and RSS with 100,000 receipts vs an empty store, and filter latency. Each
    case runs in its own process (RSS is the process's peak), the two cases interleaved,
@@ -202,6 +206,7 @@ def main() -> None:
     parser.add_argument("--live", type=int, default=1000)
     parser.add_argument("--idle-s", type=float, default=30.0)
     parser.add_argument("--only", choices=["paint", "cpu"], action="append")
+    parser.add_argument("--against", type=Path, help="another checkout's src, compared")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -213,46 +218,63 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="chit-bench-") as tmp:
             open_tui_cpu(Path(tmp), args.live, args.idle_s)
     if "paint" in parts:
-        paint(args.receipts)
+        paint(args.receipts, args.against)
     print(f"after: {load()}")
 
 
-def paint(receipts: int) -> None:
-    """First paint, filter and RSS: the empty store vs ``receipts`` receipts."""
-    results = {}
+def paint(receipts: int, against: Path | None = None) -> None:
+    """First paint, filter and RSS: the empty store vs ``receipts`` receipts.
+
+    With ``against``, each case runs with that checkout's chit too (its rows marked
+    ``before``), in the same interleaved rounds.
+    """
+    import os
+
+    trees: list[tuple[str, str | None]] = [("", None)]
+    if against is not None:
+        trees.insert(0, ("before ", str(against.resolve())))
     with tempfile.TemporaryDirectory() as tmp:
-        cases = (("empty", 0), (f"{receipts}", receipts))
-        for name, count in cases:
+        stores = (("empty", 0), (f"{receipts}", receipts))
+        for name, count in stores:
             seed(Path(tmp) / name, count)
-        runs: dict[str, list[dict[str, float]]] = {name: [] for name, _ in cases}
-        for _ in range(3):  # interleaved: both cases see the same load
-            for name, _count in cases:
+        cases = [(label + name, name, src) for label, src in trees for name, _ in stores]
+        runs: dict[str, list[dict[str, float]]] = {case: [] for case, _, _ in cases}
+        for _ in range(3):  # interleaved: every case sees the same load
+            for case, name, src in cases:
+                env = dict(os.environ)
+                if src is not None:
+                    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", str(Path(tmp) / name)],
                     check=True,
                     capture_output=True,
                     text=True,
+                    env=env,
                 ).stdout
-                runs[name].append(json.loads(out))
-        results = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
-    empty, full = results["empty"], results[f"{receipts}"]
+                runs[case].append(json.loads(out))
+        results = {case: {k: min(r[k] for r in rs) for k in rs[0]} for case, rs in runs.items()}
     print(
-        f"{'case':>10} {'first paint':>12} {'settled':>9} {'filter set':>11} {'(cpu)':>7}"
+        f"{'case':>17} {'first paint':>12} {'settled':>9} {'filter set':>11} {'(cpu)':>7}"
         f" {'keystroke':>10} {'(cpu)':>7} {'(worst)':>8} {'RSS':>7}"
     )
-    for name, r in results.items():
+    for case, r in results.items():
         print(
-            f"{name:>10} {r['first_paint_s'] * 1000:>10.0f}ms {r['settled_s'] * 1000:>7.0f}ms"
+            f"{case:>17} {r['first_paint_s'] * 1000:>10.0f}ms {r['settled_s'] * 1000:>7.0f}ms"
             f" {r['filter_s'] * 1000:>9.0f}ms {r['filter_cpu_s'] * 1000:>5.0f}ms"
             f" {r['key_s'] * 1000:>8.0f}ms {r['key_cpu_s'] * 1000:>5.0f}ms"
             f" {r['key_max_s'] * 1000:>6.0f}ms {r['rss_mb']:>5.0f}MB"
         )
-    print(f"first paint ratio {full['first_paint_s'] / empty['first_paint_s']:.2f}× (goal ≤ 1.5×)")
-    print(
-        f"keystroke -> repaint: {full['key_s'] * 1000:.0f} ms with {receipts} receipts vs"
-        f" {empty['key_s'] * 1000:.0f} ms empty ({full['key_s'] / empty['key_s']:.2f}×;"
-        " goal ≤ 50 ms)"
-    )
+    for label, _ in trees:
+        empty, full = results[label + "empty"], results[f"{label}{receipts}"]
+        print(
+            f"{label}first paint ratio {full['first_paint_s'] / empty['first_paint_s']:.2f}×"
+            " (goal ≤ 1.5×)"
+        )
+        print(
+            f"{label}keystroke -> repaint: {full['key_s'] * 1000:.0f} ms with {receipts}"
+            f" receipts vs {empty['key_s'] * 1000:.0f} ms empty"
+            f" ({full['key_s'] / empty['key_s']:.2f}×; goal ≤ 50 ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,10 @@ from chit.sidecar.anchors import SidecarStore
 from chit.sidecar.executor import Executor
 from chit.sidecar.owner import StaticOwnerResolver
 from chit.store import Store
+from chit.store.db import fetch_all
 from chit.tasks.client import InProcessServer
-from chit.tui import loader
+from chit.tui import head, loader
+from chit.tui.head import read_head
 from chit.tui.view import load_detail, load_record
 from tests.engine_support import fast_options, supervisor
 
@@ -56,6 +58,10 @@ ALLOWED_SCANS: dict[str, str] = {
     "SELECT min(created_at) FROM intents": "whole-table statistics",
     # The TUI reads every receipt's index entry once when it starts (chit.tui.loader).
     "expires_at, version, status_at FROM receipts": "the TUI's in-memory index, at start",
+    # A large store's first page, at start: a top-N sort of every receipt by attention
+    # (chit.tui.head), and the same for the receipts of no work record past that page.
+    "coalesce(work_ref, '') AS work": "the TUI's first page, at start",
+    "WHERE (work_ref IS NULL OR work_ref = '')": "the TUI's first page, at start",
     # Once, after the first paint: the fields the TUI's table shows from receipts' JSON.
     "THEN json_extract(doc, '$.stale_after')": "the TUI's in-memory index, completed once",
     # `chit doctor` and the TUI's start count the sealed handles once (chit.runtime.keys).
@@ -180,6 +186,10 @@ def _tui(home: Home, receipt_id: str) -> None:
         loader.read_receipts(store, [receipt_id])
         loader.read_records(store, ["wr-1"])
         loader.read_open_records(store)
+        read_head(store, 1, now, 5, ["wr-1"])
+        after = {"cutoff": "", "rank": 0, "at": "", "id": "", "limit": 5}
+        fetch_all(store.db, head.RECORD_AFTER_SQL, {**after, "work": "wr-1"})
+        fetch_all(store.db, head.LOOSE_AFTER_SQL, after)
         load_detail(store, receipt_id, now)
         load_record(store, "wr-1")
         store.receipts.due(now)

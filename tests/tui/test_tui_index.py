@@ -4,6 +4,8 @@ Behaviour only (figures are in ``benchmarks/tui.py``): the rows the index makes 
 is filled are the rows the full receipts make, and the text search's two paths (hits
 found with ``str.find`` and sorted, or the display order walked) give what the plain
 walk of :meth:`ReceiptIndex.ordered` gives, through changes that move and retext entries.
+A ``state:`` filter walks only that state's entries (per-state lists) and gives what a
+display order made from scratch and filtered gives, through random changes (Hypothesis).
 """
 
 from __future__ import annotations
@@ -11,15 +13,19 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chit.receipts import Acceptance, AcceptanceState, LifecycleState, Outcome
 from chit.store import Store
 from chit.tui import index as index_module
 from chit.tui import loader
+from chit.tui.entry import matches
 from chit.tui.index import Entry, ReceiptIndex
-from chit.tui.view import Row, parse_filter
+from chit.tui.view import Query, Row, parse_filter
 from tests.tui.seed import NOW, _receipt, receipts, rid, seed
 
 
@@ -163,3 +169,121 @@ def test_the_text_joined_in_a_worker_serves_the_same_hits(joined_first: bool) ->
     for query_text in QUERIES:
         query = parse_filter(query_text)
         assert index.window(query, 1000)[0] == list(index.ordered(query)), query_text
+
+
+def _placed(n: int, state: str, work: str | None, server: str, minute: int, version: int) -> Entry:
+    return Entry.from_row(
+        rid(n),
+        server,
+        "t",
+        f"job {n}",
+        work,
+        state,
+        "fresh",
+        "pending",
+        f"2026-03-01T11:{minute:02d}:00.000Z",
+        None,
+        version,
+        "2026-03-01T11:00:00.000Z",
+    )
+
+
+def _brute(index: ReceiptIndex, ids: set[str], query: Query) -> list[str]:
+    """The display order from scratch (records by their first member), then the filter."""
+    entries = [e for i in ids if (e := index.get(i)) is not None]
+    records: dict[str, list[Entry]] = {}
+    for entry in entries:
+        records.setdefault(entry.work_ref, []).append(entry)
+    runs = sorted(
+        (sorted(m, key=lambda e: e.sort_key) for m in records.values()), key=lambda m: m[0].sort_key
+    )
+    text = query.text.lower() if query.text else None
+    return [e.receipt_id for run in runs for e in run if matches(e, query, text)]
+
+
+STATES = [s.value for s in LifecycleState]
+WORK = [None, None, "W-a", "W-b", "W-c"]
+
+
+def _ids(entries: list[Entry]) -> list[str]:
+    return [e.receipt_id for e in entries]
+
+
+STATE_QUERIES = [
+    "state:failed",
+    "state:working",
+    "state:input state:failed",
+    "state:completed server:srv1",
+    "state:working work:W-a",
+    "state:cancelled job",
+    "work:W-b",
+    "server:srv2",
+    "",
+]
+
+_CHANGE = st.tuples(
+    st.integers(0, 25),
+    st.sampled_from(STATES),
+    st.sampled_from(WORK),
+    st.sampled_from(["srv1", "srv2"]),
+    st.integers(0, 5),
+    st.booleans(),  # remove instead
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_CHANGE, max_size=40), st.lists(_CHANGE, max_size=40))
+def test_state_lists_match_a_plain_filter_through_changes(
+    start: list[Any], changes: list[Any]
+) -> None:
+    versions: dict[str, int] = {}
+
+    def made(change: tuple[Any, ...]) -> Entry:
+        n, state, work, server, minute, _ = change
+        versions[rid(n)] = versions.get(rid(n), 0) + 1
+        return _placed(n, state, work, server, minute, versions[rid(n)])
+
+    index = ReceiptIndex([made(c) for c in start], now=NOW)
+    for change in [None, *changes]:
+        if change is not None and change[5]:
+            index.remove(rid(change[0]))
+        elif change is not None:
+            index.put(made(change))
+        for text in STATE_QUERIES:
+            query = parse_filter(text)
+            expected = _brute(index, set(versions), query)
+            for limit in (3, 1000):
+                window, more = index.window(query, limit)
+                assert _ids(window) == expected[:limit], (text, limit)
+                assert more == (len(expected) > limit)
+
+
+class _Counting(dict[str, Entry]):
+    """The index's entries, counting look-ups (what a filter visits)."""
+
+    reads = 0
+
+    def __getitem__(self, key: str) -> Entry:
+        self.reads += 1
+        return super().__getitem__(key)
+
+
+def test_a_state_filter_visits_only_that_states_entries() -> None:
+    """``state:failed srv3`` (a common text: the order is walked, not ``find``)."""
+    working = [_placed(n, "working", None, "srv3", n % 60, 1) for n in range(3000)]
+    failed = [_placed(n, "failed", None, "srv3", n % 60, 1) for n in range(3000, 3030)]
+    index = ReceiptIndex([*working, *failed], now=NOW)
+    counting = _Counting(index._entries)
+    index._entries = counting
+    window, more = index.window(parse_filter("state:failed srv3"), 10)
+    assert _ids(window) == [e.receipt_id for e in sorted(failed, key=lambda e: e.sort_key)][:10]
+    assert more and counting.reads == 11  # ten hits and the one that says "more"
+    moved = _placed(5, "failed", None, "srv3", 5, 2)  # a working receipt fails
+    index.put(moved)
+    counting.reads = 0
+    window, _ = index.window(parse_filter("state:failed"), 100)
+    assert rid(5) in _ids(window) and len(window) == 31 and counting.reads == 31
+    window, _ = index.window(parse_filter("state:working"), 5000)
+    assert rid(5) not in _ids(window) and len(window) == 2999

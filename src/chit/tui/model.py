@@ -2,6 +2,8 @@
 
 Loaded once from the store, then kept true by engine events (a changed receipt arrives
 whole) and by a cheap check for what other processes wrote; never re-read on a timer.
+A large store shows its first page (:class:`~chit.tui.head.Head`) while the index is
+read; changes that arrive meanwhile are kept and applied to the index when it comes.
 :meth:`LiveModel.build` turns it into the frozen :class:`~chit.tui.view.Snapshot` the
 screens render, and says which receipts or records it still has to read first.
 
@@ -17,6 +19,7 @@ from datetime import datetime
 from chit import clock
 from chit.receipts import Receipt
 from chit.store import WorkRecord
+from chit.tui.head import Head
 from chit.tui.health import ServerHealth, words
 from chit.tui.index import Entry, ReceiptIndex
 from chit.tui.loader import Marks, RecordInfo
@@ -39,6 +42,8 @@ class LiveModel:
     """See the module docstring."""
 
     index: ReceiptIndex | None = None
+    head: Head | None = None
+    """The first page, shown until the index is read (large stores only)."""
     receipts: dict[str, Receipt] = field(default_factory=dict)
     records: dict[str, RecordInfo] = field(default_factory=dict)
     open_records: tuple[WorkRecord, ...] = ()
@@ -48,13 +53,23 @@ class LiveModel:
 
     @property
     def ready(self) -> bool:
-        """True once the first load arrived."""
+        """True once the first load arrived (the first page, or the whole index)."""
+        return self.index is not None or self.head is not None
+
+    @property
+    def complete(self) -> bool:
+        """True once the whole index is read (filters and later pages need it)."""
         return self.index is not None
+
+    def entry(self, receipt_id: str) -> Entry | None:
+        """The index's (or the first page's) entry of ``receipt_id``."""
+        view = self.index if self.index is not None else self.head
+        return view.get(receipt_id) if view is not None else None
 
     # ------------------------------------------------------------------ changes
     def adopt(self, index: ReceiptIndex, marks: Marks) -> None:
-        """Take the first load; events that arrived meanwhile are applied on top."""
-        self.index, self.marks = index, marks
+        """Take the index; changes that arrived meanwhile are applied on top."""
+        self.index, self.marks, self.head = index, marks, None
         early, self._early = self._early, []
         for receipt in early:
             self.apply(receipt)
@@ -67,20 +82,35 @@ class LiveModel:
         """
         if self.index is None:
             self._early.append(receipt)
-            return False
+            return self._on_head(receipt)
         entry = self.index.get(receipt.receipt_id)
         if entry is not None and entry.version > receipt.version:
             return False
         cached = self.receipts.get(receipt.receipt_id)
-        if cached is not None and cached.version >= receipt.version and entry is not None:
-            return False
+        indexed = entry is not None and entry.version >= receipt.version
+        if indexed and cached is not None and cached.version >= receipt.version:
+            return False  # seen already (the cache alone can be ahead: a first-page row)
         self.index.put(Entry.of(receipt))
         self.receipts[receipt.receipt_id] = receipt
+        self._mark(receipt)
+        return True
+
+    def _on_head(self, receipt: Receipt) -> bool:
+        """A change before the index: a row on the first page shows it (its place waits)."""
+        self._mark(receipt)
+        if self.head is None or receipt.receipt_id not in self.head:
+            return False
+        cached = self.receipts.get(receipt.receipt_id)
+        if cached is not None and cached.version >= receipt.version:
+            return False
+        self.receipts[receipt.receipt_id] = receipt
+        return True
+
+    def _mark(self, receipt: Receipt) -> None:
         status = clock.iso(receipt.status_at)
         if self.marks.status_at is None or status > self.marks.status_at:
             # The check for other writers starts after what events already brought.
             self.marks = Marks(status, self.marks.work)
-        return True
 
     def forget(self, receipt_id: str) -> bool:
         """A receipt that no longer exists."""
@@ -100,16 +130,29 @@ class LiveModel:
         """The view of the first ``limit`` matching receipts at ``now``.
 
         Rows come from the index (no receipt read) once it is filled; before that, from
-        the full receipts, and those still missing are the :class:`Need`.
+        the full receipts, and those still missing are the :class:`Need`. Before the
+        index, the first page (:class:`Head`) serves the empty filter's first page; a
+        filter, or a page past it, shows what it can and says it waits (``indexing``).
         """
-        if self.index is None:
+        index: ReceiptIndex | Head
+        indexing = False
+        if self.index is not None:
+            index = self.index
+            window, more = index.window(query, limit)
+        elif self.head is not None:
+            index = self.head
+            indexing = not (query.is_empty and index.serves(limit))
+            window, more = index.window(limit) if query.is_empty else ([], False)
+            more = more and not indexing  # no further page is asked for until the index
+        else:
             return Snapshot(now=now, query=query), Need()
-        index = self.index
-        window, more = index.window(query, limit)
         rows: dict[str, Row] = {}
         missing: set[str] = set()
         for entry in window:
-            if index.known(entry):
+            newer = self.receipts.get(entry.receipt_id) if self.index is None else None
+            if newer is not None and newer.version > entry.version:  # changed meanwhile
+                rows[entry.receipt_id] = Row.of(newer)
+            elif index.known(entry):
                 rows[entry.receipt_id] = entry.to_row()
             elif (receipt := self.receipts.get(entry.receipt_id)) is not None:
                 rows[entry.receipt_id] = Row.of(receipt)
@@ -149,6 +192,7 @@ class LiveModel:
             more=more,
             loaded=len(window),
             health=health,
+            indexing=indexing,
         )
         return snapshot, need
 

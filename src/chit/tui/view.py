@@ -239,6 +239,8 @@ class Snapshot:
     more: bool = False
     loaded: int = 0
     health: tuple[ServerHealth, ...] = ()
+    indexing: bool = False
+    """The filter (or the next page) waits for the index, still being read at start."""
 
     @cached_property
     def rows(self) -> tuple[Row, ...]:

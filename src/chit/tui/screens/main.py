@@ -136,8 +136,7 @@ class MainScreen(ChitScreen[None]):
         if key is None:
             return
         kind, ident = key[0], key[2:]
-        index = self.chit.model.index
-        entry = index.get(ident) if kind == "r" and index is not None else None
+        entry = self.chit.model.entry(ident) if kind == "r" else None
         version = entry.version if entry is not None else 0
         now = clock.now()
         if self._detail_key == (key, version) and kind == "r":

@@ -49,6 +49,8 @@ class StatusLine(Static):
             parts.append(Text(f"{one_line(health.server)} unreachable", style="bold reverse"))
         if snapshot.more:
             parts.append(Text(f"first {snapshot.loaded} shown"))
+        if snapshot.indexing:
+            parts.append(Text(f"indexing {snapshot.total} receipts…", style="italic"))
         if filter_text:
             parts.append(Text(f"filter: {one_line(filter_text)}"))
         if paused:
