@@ -199,6 +199,50 @@ def test_sidecar_migration_keeps_anchors_and_intents(tmp_path: Path) -> None:
     SidecarStore.open(path).close()  # reopening a current file changes nothing
 
 
+def test_sidecar_migration_folds_the_anchor_indexes(tmp_path: Path) -> None:
+    """Schema 3: one anchor index serves the task-key lookup, the sweeps and the counts
+    of a file written by schema 2, with every anchor kept."""
+    path = tmp_path / "sidecar.db"
+    db = connect(path)
+    with immediate(db):
+        sidecar_db.MIGRATIONS[0](db)
+        sidecar_db.MIGRATIONS[1](db)
+        db.conn.execute("PRAGMA user_version=2")
+        states = ("provisional", "live", "dead")
+        for i in range(12):
+            db.conn.execute(
+                "INSERT INTO anchors (item_id, principal, task_key, state, materialized,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                [
+                    f"wi_{i:02d}",
+                    f"p{i % 2}",
+                    f"tk{i % 4}",
+                    states[i % 3],
+                    f"c{i:02d}",
+                    f"u{(i * 5) % 12:02d}",
+                ],
+            )
+    db.close()
+
+    with SidecarStore.open(path) as side:
+        assert isinstance(side.db, sqlite_utils.Database)
+        conn = side.db.conn
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == sidecar_db.SCHEMA_VERSION
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "anchors_by_task" not in indexes and "anchors_by_state" in indexes
+        assert len(side.anchors()) == 12
+        live = side.anchors(state="live")
+        assert [a.item_id for a in live] == ["wi_10", "wi_01", "wi_04", "wi_07"]  # by update
+        assert [a.updated_at for a in side.anchors(limit=3)] == ["u00", "u01", "u02"]
+        # open_work finds the newest provisional or live anchor of a principal's task
+        # key (p1/tk1: wi_01 live, wi_05 dead, wi_09 provisional) instead of a new id.
+        assert side.open_work("p1", "tk1", "T").item_id == "wi_09"
+        assert side.open_work("p0", "tk0", "T").item_id == "wi_04"  # wi_08 is dead
+        fresh = side.open_work("p0", "tk9", "T")
+        assert not fresh.replayed and fresh.item_id not in {a.item_id for a in live}
+        assert side.quick_check() == ["ok"]
+
+
 def test_sidecar_ids_sort_by_creation(tmp_path: Path) -> None:
     with SidecarStore.open(tmp_path / "sidecar.db") as side:
         items = [side.open_work("local", f"t{i}", "T").item_id for i in range(3)]

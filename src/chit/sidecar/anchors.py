@@ -113,15 +113,18 @@ class SidecarStore:
         return [Intent.from_row(r) for r in rows]
 
     def anchors(self, *, state: str | None = None, limit: int = 500) -> list[Anchor]:
-        """Anchors (optionally of one state), oldest update first."""
-        sql = "SELECT * FROM anchors"
-        params: list[Any] = []
-        if state is not None:
-            sql += " WHERE state = ?"
-            params.append(state)
-        sql += " ORDER BY updated_at LIMIT ?"
-        params.append(limit)
-        return [Anchor.from_row(r) for r in fetch_all(self.db, sql, params)]
+        """Anchors (optionally of one state), oldest update first.
+
+        The page is chosen from ``anchors_by_state`` alone (it carries the update time),
+        so only the rows returned are read.
+        """
+        where = "" if state is None else " WHERE state = ?"
+        params: list[Any] = [] if state is None else [state]
+        sql = (
+            "SELECT * FROM anchors WHERE item_id IN (SELECT item_id FROM anchors"
+            f"{where} ORDER BY updated_at, item_id LIMIT ?) ORDER BY updated_at, item_id"
+        )
+        return [Anchor.from_row(r) for r in fetch_all(self.db, sql, [*params, limit])]
 
     # --- openWork -------------------------------------------------------------------
 

@@ -155,6 +155,19 @@ _V2 = [
     " WHERE state IN ('pending', 'retrying')",
 ]
 
+# Version 3: one anchor index where there were two (docs/performance.md, "Sidecar"):
+# every openWork inserts an anchor, and each index is a b-tree page or more in its
+# commit. The state leads, so the executor's sweeps and the statistics read one range
+# per state as before; open_work's task-key lookup (state 'provisional' or 'live',
+# principal, task key) is one seek per state; the sweep's "oldest update first" sorts
+# the entries of one state by the update time the index carries (no row is read to
+# sort).
+_V3 = [
+    "DROP INDEX anchors_by_task",
+    "DROP INDEX anchors_by_state",
+    "CREATE INDEX anchors_by_state ON anchors(state, principal, task_key, updated_at)",
+]
+
 Migration = Callable[[sqlite_utils.Database], None]
 
 
@@ -166,7 +179,7 @@ def _run(statements: list[str]) -> Migration:
     return apply
 
 
-MIGRATIONS: list[Migration] = [_run(_V1), _run(_V2)]
+MIGRATIONS: list[Migration] = [_run(_V1), _run(_V2), _run(_V3)]
 """Ordered schema steps; step ``n`` brings ``user_version`` from ``n`` to ``n + 1``.
 Add new steps at the end; never edit one that shipped."""
 
