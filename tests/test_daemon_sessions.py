@@ -105,6 +105,10 @@ def home(tmp_path: Path, started: str) -> Iterator[Home]:
             h.close()
 
 
+def _asked_or_ended(d: dict[str, Any]) -> bool:
+    return bool(d["input_requests"]) or d["state"] not in ("working", "input_required")
+
+
 def _answer_then_cancel(
     h: Home,
     server: str,
@@ -121,7 +125,9 @@ def _answer_then_cancel(
     rid = first["receipt_id"]
     pid = daemon_pid(h.root)
     assert pid is not None
-    waiting = _until(env, rid, lambda d: d["input_requests"] or d["state"] != "working")
+    # The server's input_required status can reach the receipt before the question does
+    # (2025: tasks/result carries it; 2026: the next tasks/get): wait for the question.
+    waiting = _until(env, rid, _asked_or_ended)
     assert waiting["state"] == "input_required" and waiting["input_requests"], waiting
     # 2. Another process answers it, through the same session.
     ran = chit("answer", rid, "--json", json.dumps(answer), "--output-json", env=env)
@@ -137,7 +143,7 @@ def _answer_then_cancel(
     rid2 = second["receipt_id"]
     if args.get("ambiguous"):
         # It waits for an answer until cancelled: nothing races the cancel.
-        _until(env, rid2, lambda d: d["input_requests"] or d["state"] != "working")
+        _until(env, rid2, _asked_or_ended)
     cancelled = chit("cancel", rid2, "--json", env=env)
     assert cancelled.code == 0, cancelled.err
     assert json.loads(cancelled.out)["retrieval"] != "vanished"
