@@ -117,6 +117,18 @@ def wait_receipt(
         time.sleep(0.2)
 
 
+def question_waits(row: dict[str, Any]) -> bool:
+    """The receipt waits for input and its question is stored (a ``wait_receipt`` predicate).
+
+    A task's ``input_required`` status can reach the receipt a poll before its question
+    (2025: ``tasks/result`` brings it; 2026: a later ``tasks/get``); ``chit answer`` in
+    between finds nothing pending. Questions outside a task are stored with their status
+    in one commit, but every wait for a question waits for the question itself.
+    """
+    pending = [q for q in row["input_requests"] if q["answer_status"] == "pending"]
+    return row["state"] == "input_required" and bool(pending)
+
+
 def declare(home: Path, *capabilities: str) -> None:
     """Set ``declare`` in server-everything's table (its own line under the header)."""
     config = home / "config.toml"

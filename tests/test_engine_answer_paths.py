@@ -17,10 +17,12 @@ import pytest
 from chit.demo.server import build_demo_server
 from chit.errors import Conflict, ExitCode
 from chit.receipts import AnswerStatus, LifecycleState, RetrievalCondition
+from chit.runtime.answers import pending_request
 from chit.servers.tools import ServerUnreachable
 from chit.tasks.client import HttpServer, InProcessServer
 from tests.engine_support import fast_options, supervisor
 from tests.proc_support import free_port
+from tests.store_support import make_receipt
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -62,3 +64,22 @@ async def test_answer_to_an_unreachable_server_is_unreachable(tmp_path: Path) ->
             await sup.answer(rid, content={"confirm": True})
         assert caught.value.exit_code is ExitCode.UNREACHABLE
         assert sup.store.receipts.require(rid).pending_inputs
+
+
+@pytest.mark.parametrize(
+    ("state", "said"),
+    [
+        (LifecycleState.INPUT_REQUIRED, "the server's question has not reached chit yet"),
+        (LifecycleState.WORKING, "has no pending input request"),
+    ],
+)
+def test_nothing_pending_says_whether_a_question_is_on_its_way(
+    state: LifecycleState, said: str
+) -> None:
+    # The status can reach the receipt a poll before the question: a person who answers
+    # in that window is told to try again, not that there is nothing to answer.
+    receipt = make_receipt("r_waiting", state=state)
+    with pytest.raises(Conflict) as caught:
+        pending_request(receipt, None)
+    assert said in caught.value.message and "\n" not in caught.value.message
+    assert caught.value.exit_code is ExitCode.CONFLICT

@@ -25,7 +25,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from tests.daemon_support import children, chit, daemon_env, daemon_pid, wait_gone
-from tests.proxy_support import PYTHON, everything_args, proxy_home, show, wait_receipt
+from tests.proxy_support import (
+    PYTHON,
+    everything_args,
+    proxy_home,
+    question_waits,
+    show,
+    wait_receipt,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -40,7 +47,7 @@ def _params(home: Path) -> StdioServerParameters:
 
 def _waiting(home: Path) -> dict[str, Any]:
     """The call's receipt once its question waits in chit's inbox."""
-    return wait_receipt(home, lambda r: r["state"] == "input_required", server="everything")
+    return wait_receipt(home, question_waits, server="everything")
 
 
 def test_a_question_outside_a_task_is_answered_in_chit(tmp_path: Path) -> None:

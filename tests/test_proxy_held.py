@@ -26,7 +26,7 @@ from mcp import Client, StdioServerParameters
 
 from tests import peers
 from tests.daemon_support import chit, daemon_env
-from tests.proxy_support import PYTHON, demo_args, proxy_home, show, wait_receipt
+from tests.proxy_support import PYTHON, demo_args, proxy_home, question_waits, show, wait_receipt
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,7 +42,7 @@ def test_host_without_tasks_gets_its_answer_from_chits_inbox(tmp_path: Path) -> 
         answered: dict[str, Any] = {}
 
         def answer_in_chit() -> None:
-            row = wait_receipt(home, lambda r: r["state"] == "input_required", server="demo")
+            row = wait_receipt(home, question_waits, server="demo")
             answered["row"] = row
             ran = chit("answer", row["receipt_id"], "--json", '{"confirm": true}', env=env)
             assert ran.code == 0, ran.err

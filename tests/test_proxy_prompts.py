@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp_types import ElicitResult
 
 from tests.daemon_support import chit, daemon_env
-from tests.proxy_support import PYTHON, demo_args, proxy_home, show, wait_receipt
+from tests.proxy_support import PYTHON, demo_args, proxy_home, question_waits, show, wait_receipt
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -50,7 +50,7 @@ def test_the_prompts_setting_decides_who_answers(tmp_path: Path, setting: str) -
             return ElicitResult(action="accept", content={"confirm": True})
 
         def person() -> None:
-            row = wait_receipt(home, lambda r: r["state"] == "input_required", server="demo")
+            row = wait_receipt(home, question_waits, server="demo")
             seen["rid"] = row["receipt_id"]
             if setting != "chit":
                 assert asked.wait(60), "the host was never asked"

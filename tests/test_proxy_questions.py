@@ -36,6 +36,7 @@ from tests.proxy_support import (
     declare,
     everything_args,
     proxy_home,
+    question_waits,
     receipts,
     show,
     wait_receipt,
@@ -58,7 +59,7 @@ def test_sampling_during_a_call_is_answered_in_chit_and_shown_literally(tmp_path
         seen: dict[str, Any] = {}
 
         def person() -> None:
-            row = wait_receipt(home, lambda r: r["state"] == "input_required")
+            row = wait_receipt(home, question_waits)
             rid = seen["rid"] = row["receipt_id"]
             seen["text"] = chit("show", rid, env=env)
             seen["json"] = chit("show", rid, "--json", env=env)

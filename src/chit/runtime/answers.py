@@ -232,6 +232,23 @@ class Answers:
         raise ServerUnreachable(f"the server did not take the answer to {key!r}{why}")
 
 
+def nothing_pending(receipt: Receipt) -> str:
+    """Why there is nothing to answer on a live ``receipt`` — one line for a person.
+
+    A server's ``input_required`` status can reach the receipt before its question does
+    (2025: the question comes on ``tasks/result``; 2026: on a later ``tasks/get``), so a
+    person who saw the status and answered at once is told the question is on its way,
+    not that there is none.
+    """
+    rid = receipt.receipt_id
+    if receipt.state is LifecycleState.INPUT_REQUIRED:
+        return (
+            f"receipt {rid} waits for input, but the server's question has not reached chit"
+            " yet: try again in a moment"
+        )
+    return f"receipt {rid} has no pending input request"
+
+
 def pending_request(receipt: Receipt, key: str | None) -> InputRequest:
     """The pending input request an answer is for (the only one when ``key`` is None).
 
@@ -245,7 +262,7 @@ def pending_request(receipt: Receipt, key: str | None) -> InputRequest:
     pending = receipt.pending_inputs
     if key is None:
         if not pending:
-            raise Conflict(f"receipt {receipt.receipt_id} has no pending input request")
+            raise Conflict(nothing_pending(receipt))
         if len(pending) > 1:
             keys = ", ".join(q.key for q in pending)
             raise UsageError(f"several requests are pending ({keys}); choose one with --key")

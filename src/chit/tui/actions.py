@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
 
-from chit.receipts import Receipt, is_success
+from chit.receipts import LifecycleState, Receipt, is_success
 
 if TYPE_CHECKING:
     from chit.tui.app import ChitApp
@@ -135,7 +135,14 @@ class ActionsMixin:
             return
         pending = [r for r in receipt.pending_inputs if key is None or r.key == key]
         if not pending:
-            app.notify("Nothing to answer: no pending prompt on this receipt.", severity="warning")
+            # The server's input_required status can arrive a poll before its question.
+            waiting = receipt.state is LifecycleState.INPUT_REQUIRED and key is None
+            app.notify(
+                "The server's question has not reached chit yet: try again in a moment."
+                if waiting
+                else "Nothing to answer: no pending prompt on this receipt.",
+                severity="warning",
+            )
             return
         request = pending[0]
 
