@@ -9,7 +9,6 @@ from textual.widgets import Input, Select
 
 from chit.receipts import AcceptanceState, LifecycleState
 from chit.runtime.events import ReceiptChanged
-from chit.store import Store
 from chit.tui.app import ChitApp
 from chit.tui.backend import Mode
 from chit.tui.screens.answer import AnswerScreen
@@ -22,7 +21,7 @@ from chit.tui.screens.servers import ServersScreen
 from chit.tui.screens.verdict import AcceptScreen
 from chit.tui.widgets.receipt_table import ReceiptTable
 from tests.tui.conftest import FakeSupervisor, make_app
-from tests.tui.helpers import screen_text, select, settle
+from tests.tui.helpers import screen_text, select, settle, stored, until
 from tests.tui.seed import rid
 
 pytestmark = pytest.mark.anyio
@@ -168,29 +167,33 @@ async def test_cancel_asks_first_and_keeps_running_on_no(
 
 
 async def test_accept_and_reject_with_reason(app: ChitApp, tmp_path: Path) -> None:
+    # Every step waits for its own event (a dialog up, a verdict stored): a loaded machine
+    # can outlast settle()'s bound, and the next key would go to the screen before.
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, rid(3))
         await pilot.press("a")
-        await settle(pilot)
-        assert isinstance(app.screen, AcceptScreen)
-        assert "Hello, Ada!" in screen_text(app)  # the preview comes first
+        await until(pilot, lambda: isinstance(app.screen, AcceptScreen), "the accept dialog", 120)
+        # The preview comes first.
+        await until(pilot, lambda: "Hello, Ada!" in screen_text(app), "the preview", 120)
         await pilot.press("enter")  # a success: "Accept" has the focus
+        await until(pilot, lambda: _verdict(app, 3) is AcceptanceState.ACCEPTED, "accepted", 120)
+        await until(pilot, lambda: not isinstance(app.screen, AcceptScreen), "dialog gone", 120)
         await settle(pilot)
         await select(pilot, rid(4))
         await pilot.press("x")
-        await settle(pilot)
-        assert isinstance(app.screen, ReasonScreen)
+        await until(pilot, lambda: isinstance(app.screen, ReasonScreen), "the reason dialog", 120)
         await pilot.press("enter")
-        await settle(pilot)
-        assert "A reason is required" in screen_text(app)
+        await until(pilot, lambda: "A reason is required" in screen_text(app), "refusal", 120)
         await pilot.press(*"wrong branch")
         await pilot.press("enter")
-        await settle(pilot)
-    with Store.open(app.backend.home) as store:
-        assert store.receipts.require(rid(3)).acceptance.state is AcceptanceState.ACCEPTED
-        rejected = store.receipts.require(rid(4)).acceptance
-        assert rejected.state is AcceptanceState.REJECTED and rejected.why == "wrong branch"
+        await until(pilot, lambda: _verdict(app, 4) is AcceptanceState.REJECTED, "rejected", 120)
+    rejected = stored(app, rid(4)).acceptance
+    assert rejected.state is AcceptanceState.REJECTED and rejected.why == "wrong branch"
+
+
+def _verdict(app: ChitApp, n: int) -> AcceptanceState:
+    return stored(app, rid(n)).acceptance.state
 
 
 async def test_new_call_server_tool_form_purpose(app: ChitApp, fake: FakeSupervisor) -> None:
