@@ -38,6 +38,16 @@ from chit.sidecar.sql import (
 
 DEFAULT_MAX_ATTEMPTS = 8
 
+_INSERT_ANCHOR = (
+    "INSERT INTO anchors (item_id, principal, task_key, state, materialized, created_at,"
+    " updated_at) VALUES (?, ?, ?, 'provisional', 0, ?, ?)"
+)
+_INSERT_INTENT = (
+    "INSERT INTO intents (id, item_id, principal, kind, payload, idempotency_key,"
+    " request_hash, seq, state, attempts, max_attempts, next_attempt_at, created_at,"
+    " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)"
+)
+
 PresenceOf = Callable[[str], str | None]
 """``item_id -> "live" | "deleted" | "absent"``, or None when the library cannot tell."""
 
@@ -161,35 +171,46 @@ class SidecarStore:
         key: str | None,
         digest: str,
         max_attempts: int,
-        *,
-        now: str | None = None,
-        first: bool = False,
-        text: str | None = None,
     ) -> Intent:
-        """Queue an intent behind the item's earlier ones (``first``: the item is new).
+        """Queue a follow-up intent behind the item's earlier ones.
 
         The row is built here and returned as written, not read back: every column is
         known, and the read-backs (anchor and intent) were a third of openWork's CPU.
         """
-        now = now or clock.iso()
-        if text is None:  # ``text``: the payload's JSON, when the caller encoded it already
-            text = json.dumps(payload, ensure_ascii=False)
-        seq = 1
-        if not first:
-            seq = int(
-                fetch_one(
-                    self.db,
-                    "SELECT coalesce(max(seq), 0) + 1 FROM intents WHERE item_id = ?",
-                    [anchor.item_id],
-                )[0]
-            )
-        intent = Intent(
-            id=new_intent_id(),
+        now = clock.iso()
+        text = json.dumps(payload, ensure_ascii=False)
+        seq = int(
+            fetch_one(
+                self.db,
+                "SELECT coalesce(max(seq), 0) + 1 FROM intents WHERE item_id = ?",
+                [anchor.item_id],
+            )[0]
+        )
+        intent_id = new_intent_id()
+        write(
+            self.db,
+            _INSERT_INTENT,
+            (
+                intent_id,
+                anchor.item_id,
+                anchor.principal,
+                kind,
+                text,
+                key,
+                digest,
+                seq,
+                max_attempts,
+                now,
+                now,
+                now,
+            ),
+        )
+        return Intent(
+            id=intent_id,
             item_id=anchor.item_id,
             principal=anchor.principal,
             kind=kind,
-            # As a read would return it: the caller's dict is not shared with the model.
-            payload=payload if first else json.loads(text),
+            payload=json.loads(text),  # as a read would return it: not the caller's dict
             idempotency_key=key,
             request_hash=digest,
             seq=seq,
@@ -202,27 +223,6 @@ class SidecarStore:
             created_at=now,
             updated_at=now,
         )
-        write(
-            self.db,
-            "INSERT INTO intents (id, item_id, principal, kind, payload, idempotency_key,"
-            " request_hash, seq, state, attempts, max_attempts, next_attempt_at,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
-            [
-                intent.id,
-                intent.item_id,
-                intent.principal,
-                kind,
-                text,
-                key,
-                digest,
-                seq,
-                max_attempts,
-                now,
-                now,
-                now,
-            ],
-        )
-        return intent
 
     def open_work(
         self,
@@ -263,35 +263,32 @@ class SidecarStore:
                 if found.state != "live" or not _gone(presence, found.item_id):
                     return self._describe(found, replayed=True)
                 self._kill(found.item_id, DEAD_REASON)  # then issue a new id below
+            # A new item: its anchor and start intent (seq 1, nothing queued before it),
+            # written from what is known here — no model objects, no read-back, one clock
+            # reading: openWork's Python was as much CPU as its SQL (docs/performance.md).
             now = clock.iso()
-            anchor = Anchor(
-                item_id=new_item_id(),
-                principal=principal,
-                task_key=task_key,
-                state="provisional",
-                materialized=False,
-                created_at=now,
-                updated_at=now,
-                dead_reason=None,
-            )
+            item_id = new_item_id()
+            intent_id = new_intent_id()
+            write(self.db, _INSERT_ANCHOR, [item_id, principal, task_key, now, now])
             write(
                 self.db,
-                "INSERT INTO anchors (item_id, principal, task_key, state, materialized,"
-                " created_at, updated_at) VALUES (?, ?, ?, 'provisional', 0, ?, ?)",
-                [anchor.item_id, principal, task_key, now, now],
+                _INSERT_INTENT,
+                (
+                    intent_id,
+                    item_id,
+                    principal,
+                    "start",
+                    text,
+                    idempotency_key,
+                    digest,
+                    1,
+                    max_attempts,
+                    now,
+                    now,
+                    now,
+                ),
             )
-            intent = self._insert_intent(
-                anchor,
-                "start",
-                payload,
-                idempotency_key,
-                digest,
-                max_attempts,
-                now=now,
-                first=True,
-                text=text,
-            )
-        return intent_outcome(anchor, intent)
+        return Outcome(item_id, "queued", "provisional", False, intent_id=intent_id)
 
     def _describe(self, anchor: Anchor, *, replayed: bool) -> Outcome:
         """An anchor's state as a start answer: its start intent's, or applied when live."""
