@@ -233,3 +233,57 @@ def test_a_live_servers_not_found_stays_its_own_word(tmp_path: Path) -> None:
         assert "not found" in doc["retrieval_error"] and "task#" in doc["retrieval_error"]
         assert "ended" not in doc["retrieval_error"], doc["retrieval_error"]
         assert daemon_pid(home) == pid  # the same daemon, the same server session
+
+
+def _server_pid(home: Path, name: str) -> int:
+    """The pid of server ``name``'s process, as the daemon reports it."""
+    ran = chit("daemon", "status", "--json", env=daemon_env(home))
+    assert ran.code == 0, ran.err
+    (server,) = [s for s in json.loads(ran.out)["servers"] if s["name"] == name]
+    assert isinstance(server["pid"], int), server
+    return server["pid"]
+
+
+LINGER = (
+    "import runpy, sys, threading, time\n"
+    "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+    "sys.argv = ['chit', *sys.argv[1:]]\n"
+    "runpy.run_module('chit', run_name='__main__')\n"
+)
+"""chit's demo server with a thread that is no daemon thread, as many servers have one:
+it outlives the end of stdin, so only a signal ends it once its daemon is gone."""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize(
+    "server", ["demo-server", "lingering", pytest.param("everything", marks=pytest.mark.interop)]
+)
+def test_a_stdio_server_dies_with_a_sigkilled_daemon(tmp_path: Path, server: str) -> None:
+    """No orphan: the kernel ends the server when its daemon is SIGKILLed.
+
+    A task keeps each server busy, and no command runs after the kill: the next daemon's
+    orphan sweep would hide a server that outlived its parent. The lingering server does
+    not exit when its stdin ends; without the death signal it would live on.
+    """
+    with daemon_home(tmp_path / "home") as home:
+        env = daemon_env(home)
+        demo = ["demo-server", "--db", str(tmp_path / "t.db")]
+        tool, args = "confirm_delete", dict[str, object](filename="a.txt")
+        if server == "everything":
+            require_npm()
+            command = ["node", str(everything_entry()), "stdio"]
+            tool, args = "simulate-research-query", {"topic": "tides", "ambiguous": True}
+        elif server == "lingering":
+            command = [sys.executable, "-c", LINGER, *demo]
+        else:
+            command = [sys.executable, "-m", "chit", *demo]
+        add = ["servers", "add", "srv", "--command", command[0], "--", *command[1:]]
+        assert chit("--no-daemon", *add, env=env).code == 0
+        ran = chit("call", "srv", tool, "--args", json.dumps(args), "--json", env=env)
+        assert ran.code == 0, ran.err
+        pid = _server_pid(home, "srv")
+        daemon = daemon_pid(home)
+        assert daemon is not None
+        os.kill(daemon, signal.SIGKILL)
+        assert not wait_gone([daemon], 10)
+        assert not wait_gone([pid], 20), f"server {pid} outlived its SIGKILLed daemon"

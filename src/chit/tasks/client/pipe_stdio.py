@@ -4,8 +4,10 @@ Process handling is the SDK's ``stdio_client``'s: a new session (process group),
 SDK's default environment plus the server's, stderr to the server's log; on close,
 what waits to be written gets half a second, stdin is closed, the server gets two
 seconds to exit, then its process group is sent SIGTERM and, two seconds later,
-SIGKILL. Lines on stdout that are not MCP are counted and logged as
-:mod:`chit.tasks.client.noise` describes (one warning when the connection closes).
+SIGKILL. On Linux the server also gets SIGTERM when the process that started it dies
+without stopping it (a SIGKILLed daemon): :mod:`chit.tasks.client.deathsig`. Lines on
+stdout that are not MCP are counted and logged as :mod:`chit.tasks.client.noise`
+describes (one warning when the connection closes).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import anyio
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from chit.tasks.client.deathsig import die_with_parent
 from chit.tasks.client.noise import StdoutNoise
 from chit.tasks.client.pipes import ServerPipes
 from chit.tasks.client.tap import Tap
@@ -110,6 +113,10 @@ async def pipe_stdio(
     ``tap`` sees what is sent and received as JSON (the session's own messages are
     tapped on its streams); ``on_pipes`` is told the pipes, and None once closed.
 
+    The server is forked here, on the event loop's thread (never a worker thread): on
+    Linux its death signal fires when the forking thread ends, and the loop's thread
+    lives as long as the daemon.
+
     Raises:
         OSError: the server could not be started.
     """
@@ -121,6 +128,7 @@ async def pipe_stdio(
         env=get_default_environment() | (env or {}),
         cwd=cwd,
         start_new_session=True,
+        preexec_fn=die_with_parent(),
     )
     pipes = ServerPipes(proc, noise, tap)
     if on_pipes is not None:
