@@ -15,15 +15,26 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.daemon_support import daemon_env, daemon_pid
-from tests.proxy_support import PYTHON, demo_args, everything_args, proxy_home, show
+from tests.proxy_support import (
+    PYTHON,
+    demo_args,
+    everything_args,
+    proxy_home,
+    receipts,
+    show,
+    wait_receipt,
+)
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(1200)
 
 HOST = Path(__file__).parent / "fixtures" / "proxy" / "sdk_host.py"
+WAIT_S = 300
+"""Safety net of a wait for another process (the host waits up to this for each request)."""
 
 
 def _host(home: Path, server: str, *args: str) -> subprocess.Popen[str]:
@@ -38,35 +49,31 @@ def _host(home: Path, server: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _restart(home: Path, server: str, mode: str, tool: str, arguments: dict[str, object]) -> None:
+def _restart(
+    home: Path, server: str, mode: str, tool: str, arguments: dict[str, object]
+) -> dict[str, Any]:
     first = _host(home, server, "start", mode, tool, json.dumps(arguments))
     assert first.stdout is not None
     line = first.stdout.readline()  # the host printed the task id: the task exists
-    assert line, first.communicate(timeout=30)[1][-3000:]
+    assert line, first.communicate(timeout=WAIT_S)[1][-3000:]
     task_id = json.loads(line)["task_id"]
     os.kill(first.pid, signal.SIGKILL)
-    first.wait(timeout=30)
+    first.wait(timeout=WAIT_S)
 
     second = _host(home, server, "finish", mode, task_id)
-    out, err = second.communicate(timeout=240)
+    out, err = second.communicate(timeout=2 * WAIT_S)
     assert second.returncode == 0, err[-3000:]
-    done = json.loads(out)
+    done: dict[str, Any] = json.loads(out)
     assert done["status"] == "completed", done
     return done
 
 
 def _timeline_ok(home: Path, tool: str) -> None:
-    rows = json.loads(
-        subprocess.run(
-            [PYTHON, "-m", "chit", "receipts", "--json"],
-            env=daemon_env(home),
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    (row,) = [r for r in rows if r["tool"] == tool]
-    assert row["state"] == "completed"
+    # The host has the result; the daemon may still be writing the receipt's end.
+    ended = ("completed", "failed", "cancelled")
+    row = wait_receipt(home, lambda r: r["tool"] == tool and r["state"] in ended, timeout=WAIT_S)
+    assert len([r for r in receipts(home) if r["tool"] == tool]) == 1
+    assert row["state"] == "completed", row
     detail = show(home, row["receipt_id"])
     timeline = detail["timeline"]
     assert timeline[0]["source"] == "create"
@@ -119,7 +126,7 @@ def test_the_proxy_exits_when_its_daemon_dies(tmp_path: Path) -> None:
         pid = daemon_pid(home)
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        proxy.wait(timeout=60)  # stdin stays open: the proxy ends by itself
+        proxy.wait(timeout=WAIT_S)  # stdin stays open: the proxy ends by itself
         _, err = proxy.communicate(timeout=10)
         assert proxy.returncode == 6, err[-2000:]
         assert err.strip().splitlines()[-1].startswith("chit: chit's daemon went away")

@@ -35,7 +35,12 @@ IN_FLIGHT = 4
 WARM = 3
 PRINCIPAL = "local"  # stdio has the one local principal
 
-pytestmark = pytest.mark.timeout(max(120, ROUNDS * 5))
+WAIT_S = 300.0
+"""Safety net of each wait for the other process (a reply, its start, its end): at load 12
+a Python process's start alone takes 10+ s, and WARM of them start at once. Every wait
+also ends at once when the process is gone (the reader puts None)."""
+
+pytestmark = pytest.mark.timeout(max(900, ROUNDS * 30))
 
 
 class Sidecar:
@@ -75,7 +80,7 @@ class Sidecar:
         self.send({"jsonrpc": "2.0", "id": self._next, "method": method, "params": params})
         return self._next
 
-    def ready(self, timeout: float = 30) -> None:
+    def ready(self, timeout: float = WAIT_S) -> None:
         """Wait for the initialize reply (once), then complete the handshake."""
         if self._ready:
             return
@@ -91,7 +96,7 @@ class Sidecar:
     def kill(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
+        self.proc.wait(WAIT_S)
         if self.proc.stdin is not None:
             self.proc.stdin.close()  # stdout is drained to EOF by the reader thread
 
@@ -116,7 +121,7 @@ def _retry(sc: Sidecar, keys: list[str], db_path: Path) -> dict[str, str]:
     ids = {sc.start(key): key for key in keys}
     got: dict[str, str] = {}
     while len(got) < len(ids):
-        reply = sc.replies.get(timeout=30)
+        reply = sc.replies.get(timeout=WAIT_S)
         assert reply is not None, "the sidecar died during the retries"
         if reply.get("id") in ids:
             key = ids[reply["id"]]
