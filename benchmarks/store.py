@@ -60,13 +60,14 @@ STATES = list(LifecycleState)
 
 def receipt(i: int, state: LifecycleState | None = None) -> Receipt:
     at = T0 + timedelta(milliseconds=i * 37)
+    rid = f"01J{i:012d}"
     return Receipt(
-        receipt_id=f"01J{i:012d}",
+        receipt_id=rid,
         server=f"server-{i % 4}",
         tool="slow_compute",
         purpose=f"benchmark call number {i}",
         args_digest="sha256:" + "ab" * 32,
-        request_key=f"rk-{i:012d}",
+        request_key=rid,  # as chit makes them: a receipt's id is its request key (0009)
         protocol=TaskProtocol.EXTENSION,
         accepted_at=at,
         status_at=at,

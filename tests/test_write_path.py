@@ -29,11 +29,11 @@ from chit.receipts import LifecycleState, Receipt, RetrievalCondition
 from chit.reconcile.schedule import DueScan
 from chit.sidecar import db as sidecar_db
 from chit.sidecar.anchors import SidecarStore
-from chit.store import Store
+from chit.store import AlreadyExists, Store
 from chit.store.db import connect, immediate
 from chit.store.migrations import SCHEMA_VERSION, migrations
 from chit.store.receipt_repo import ReceiptRepository, dump_doc
-from tests.store_support import T0, make_obs, make_receipt
+from tests.store_support import T0, make_intent, make_obs, make_receipt
 
 BLOB = b"\x01" + bytes(8) + bytes(12) + b"c" * 24
 FP = "fp0123456789"
@@ -138,6 +138,87 @@ def test_store_migration_serves_the_server_filter_from_the_state_index(
         )
         assert migrated.receipts.counts_by_state() == dict.fromkeys(LifecycleState, 12)
         assert migrated.quick_check() == ["ok"]
+
+
+def test_store_migration_makes_the_request_key_the_id_and_keeps_every_row(
+    tmp_path: Path,
+) -> None:
+    """0009 rebuilds ``receipts`` without the request key's UNIQUE index: an old file keeps
+    its receipts, their timelines (the drop must not cascade) and the intents pointing at
+    them; old keys are still found and still unique, and new receipts (id = request key)
+    cannot take a key an old receipt holds, nor the other way round."""
+    path = tmp_path / "chit.db"
+    db = connect(path)
+    with immediate(db):
+        migrations.apply(db, stop_before="0009_request_key_is_id")
+    old = ReceiptRepository(db)
+    made = [make_receipt(f"r{i}", request_key=f"rk{i}") for i in range(5)]
+    for r in made:
+        old.insert(r, BLOB, FP, [make_obs(r.receipt_id), make_obs(r.receipt_id)])
+    Store(db, path, 8).intents.begin(make_intent("rk9"))
+    with immediate(db):
+        db.conn.execute("UPDATE intents SET receipt_id = 'r1' WHERE request_key = 'rk9'")
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    db.close()
+
+    with Store.open_path(path) as migrated:
+        assert migrated.schema_version == SCHEMA_VERSION
+        conn = migrated.db.conn
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "sqlite_autoindex_receipts_2" not in indexes
+        assert {"receipts_by_state", "receipts_by_change", "receipts_by_request_key"} <= indexes
+        assert [migrated.receipts.get(r.receipt_id) for r in made] == made
+        assert migrated.observations.count() == 10  # the rebuild did not cascade
+        assert migrated.intents.get("rk9").receipt_id == "r1"  # nor set the link to NULL
+        assert migrated.receipts.by_request_key("rk3") == made[3]
+        assert migrated.receipts.by_request_key("r3") is None
+        # A new receipt: its id is its request key, found by it.
+        new = make_receipt("K1", request_key="K1")
+        migrated.receipts.insert(new, BLOB, FP, [make_obs("K1")])
+        assert migrated.receipts.by_request_key("K1") == new
+        # Request keys stay unique across old and new receipts, both ways round.
+        for clash in (
+            make_receipt("rk2", request_key="rk2"),  # a new id = an old receipt's key
+            make_receipt("r9", request_key="K1"),  # an old-style key = a new receipt's id
+            make_receipt("r8", request_key="rk4"),  # two old-style keys
+            make_receipt("K1", request_key="K1"),  # two new receipts
+        ):
+            with pytest.raises(AlreadyExists):
+                migrated.receipts.insert(clash, BLOB, FP, [make_obs(clash.receipt_id)])
+        assert migrated.receipts.delete("r2")
+        assert migrated.observations.count("r2") == 0  # the timeline still cascades
+        with pytest.raises(sqlite3.IntegrityError), immediate(migrated.db):
+            conn.execute(
+                "INSERT INTO observations (receipt_id, seq, at, source, kind, applied)"
+                " VALUES ('ghost', 1, '2026', 'poll', 'status', 1)"
+            )
+        assert migrated.quick_check() == ["ok"]
+
+
+def test_a_new_receipt_writes_no_request_key_index_entry(store: Store) -> None:
+    """The receipt written as chit writes it (id = request key) is in no request-key index:
+    the primary key serves the look-up; the partial index holds only older receipts."""
+    r = make_receipt("K7", request_key="K7")
+    store.receipts.insert(r, BLOB, FP, [make_obs("K7")])
+    conn = store.db.conn
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM receipts INDEXED BY receipts_by_request_key"
+            " WHERE request_key <> receipt_id"
+        ).fetchone()[0]
+        == 0
+    )
+    plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT doc FROM receipts WHERE request_key = :k"
+            " AND request_key <> receipt_id",
+            {"k": "K7"},
+        )
+    )
+    assert "receipts_by_request_key" in plan
+    assert store.receipts.by_request_key("K7") == r
 
 
 # ---------------------------------------------------------------- sidecar migration

@@ -62,7 +62,6 @@ from chit.receipts import (
     StatusObserved,
     call_receipt,
     new_intent,
-    new_receipt_id,
     new_request_key,
 )
 from chit.reconcile.inbox import answer_status
@@ -212,7 +211,8 @@ class CallPrompts:
             now=now,
             purpose=purpose,
         )
-        tr = call_receipt(intent, receipt_id=new_receipt_id(now), now=now, not_task_reason=reason)
+        # The receipt's id is its request key (one index fewer per receipt write: 0009).
+        tr = call_receipt(intent, receipt_id=intent.request_key, now=now, not_task_reason=reason)
         first = tr.receipt.model_copy(update={"host": host}) if host is not None else tr.receipt
         stored = self.sup.store.receipts.record_acceptance(
             intent, first, tr.observation, None, None

@@ -100,9 +100,7 @@ TOOL_OF_KIND: Final = {kind: tool for tool, kind in KIND_OF_TOOL.items()}
 
 # One encoder, built once: ``json.dumps`` with any keyword builds a new JSONEncoder per
 # call, which was a fifth of the request hash's cost on every openWork.
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False
-).encode
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def canonical(value: Any) -> str:

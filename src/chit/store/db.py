@@ -250,7 +250,7 @@ class _Immediate:
         db = self._db
         if db.conn.in_transaction:
             self._nested = _savepoint(db)
-            return self._nested.__enter__()  # type: ignore[no-any-return]
+            return self._nested.__enter__()
         # BEGIN goes to the connection directly: sqlite-utils' ``execute`` wrapper
         # (keyword parsing, implicit-commit bookkeeping) cost more CPU than the
         # statements on the receipt write path, and transaction control needs none of it.

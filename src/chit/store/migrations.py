@@ -20,6 +20,7 @@ from sqlite_utils.migrations import Migrations
 
 from chit.store.db import fetch_all, fetch_one, immediate, translated
 from chit.store.errors import StoreCorrupt, StoreTooNew
+from chit.store.schema_v9 import REQUEST_KEY_IS_ID
 
 MIGRATION_SET = "chit.store"
 
@@ -271,6 +272,14 @@ def m0008_one_listing_index(db: sqlite_utils.Database) -> None:
     db.execute("PRAGMA user_version=8")
 
 
+@migrations(name="0009_request_key_is_id")
+def m0009_request_key_is_id(db: sqlite_utils.Database) -> None:
+    """Rebuild ``receipts`` without the request key's UNIQUE index (the id serves it)."""
+    for statement in REQUEST_KEY_IS_ID:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=9")
+
+
 KNOWN = [m.name for m in migrations._migrations]
 SCHEMA_VERSION = len(KNOWN)
 """The schema version this chit writes (= number of migrations)."""
@@ -337,9 +346,17 @@ def migrate(db: sqlite_utils.Database) -> int:
             # Fast path for every open after the first: a read, no write lock.
             if user_version(db) == SCHEMA_VERSION and not migrations.pending(db):
                 return SCHEMA_VERSION
-            with immediate(db):
-                _check_not_newer(db)  # re-check under the lock: another process may have won
-                migrations.apply(db)
+            # Foreign keys off while tables are rebuilt (SQLite's documented procedure;
+            # a no-op inside a transaction, so set before it), checked before the commit.
+            db.conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with immediate(db):
+                    _check_not_newer(db)  # re-check under the lock: another process won?
+                    migrations.apply(db)
+                    if fetch_one(db, "PRAGMA foreign_key_check") is not None:
+                        raise StoreCorrupt("the chit store has rows pointing at missing rows")
+            finally:
+                db.conn.execute("PRAGMA foreign_keys=ON")
     except sqlite3.DatabaseError as exc:  # pragma: no cover - translated() covers it
         raise StoreCorrupt(f"the chit store is damaged: {exc}") from exc
     return user_version(db)

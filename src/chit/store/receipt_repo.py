@@ -200,7 +200,14 @@ class ReceiptRepository(ReceiptPages, ReceiptSchedule):
 
     def by_request_key(self, request_key: str) -> Receipt | None:
         """Return the receipt created for this request key (idempotent replays), or None."""
-        row = fetch_one(self._db, f"{READ} WHERE request_key = ?", [request_key])
+        # A receipt's id is its request key (0009); one from before keeps a distinct key,
+        # found in the partial index that holds only those.
+        row = fetch_one(
+            self._db,
+            f"{READ} WHERE receipt_id = :k AND request_key = :k UNION ALL"
+            f" {READ} WHERE request_key = :k AND request_key <> receipt_id LIMIT 1",
+            {"k": request_key},
+        )
         return Receipt.model_validate_json(row["doc"]) if row is not None else None
 
     def get_by_prefix(self, prefix: str) -> Receipt:
