@@ -170,7 +170,8 @@ def test_store_migration_makes_the_request_key_the_id_and_keeps_every_row(
         assert {"receipts_by_state", "receipts_by_change", "receipts_by_request_key"} <= indexes
         assert [migrated.receipts.get(r.receipt_id) for r in made] == made
         assert migrated.observations.count() == 10  # the rebuild did not cascade
-        assert migrated.intents.get("rk9").receipt_id == "r1"  # nor set the link to NULL
+        linked = migrated.intents.get("rk9")
+        assert linked is not None and linked.receipt_id == "r1"  # nor set the link to NULL
         assert migrated.receipts.by_request_key("rk3") == made[3]
         assert migrated.receipts.by_request_key("r3") is None
         # A new receipt: its id is its request key, found by it.
