@@ -1,7 +1,7 @@
 """chit's daemon: what going through it costs, side by side, in one run.
 
 Run: ``.venv/bin/python benchmarks/daemon.py [--rounds N] [--idle-s S] [--only PART]``
-(PART: calls, reads, memory, idle, tui, cold)
+(PART: calls, reads, memory, idle, tui, cold, status) [--baseline-src DIR]
 
 1. ``chit call`` round trip — a whole ``chit call demo greet`` process (a synchronous
    tool: connect, call, record, print) through a running daemon vs ``--no-daemon``,
@@ -23,6 +23,11 @@ Run: ``.venv/bin/python benchmarks/daemon.py [--rounds N] [--idle-s S] [--only P
    (goal < 1 % of a core each).
 6. For reference: the cold start of ``chit receipts --json`` on an empty home vs a bare
    ``python -c pass`` (the ``perf`` engineer's goal: ≤ 0.1 s).
+7. ``chit daemon status --json`` through a running daemon (the thin client: connect,
+   ``hello``, one request): wall time and the process's own CPU (user + system, from
+   ``wait4``; steadier than wall time on a loaded machine) vs ``python -c pass``. With
+   ``--baseline-src DIR`` (another checkout's ``src``, e.g. main's), the same command
+   runs from that code too, interleaved round by round, and the ratio is printed.
 
 The load average is printed before and after: figures on a busy machine are noisy, the
 ratios less so.
@@ -284,19 +289,76 @@ def cold_start(base: Path, rounds: int) -> None:
     )
 
 
+def _timed(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Run a command; its wall time and its own CPU time (user + system), both in ms."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if status != 0:
+        raise RuntimeError(f"{argv} failed: {err.strip()}")
+    return wall, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def daemon_status(base: Path, rounds: int, baseline_src: str | None) -> None:
+    home = make_home(base, "status", {})
+    daemon_pid(home)
+    try:
+        codes = {"this code": os.environ.get("PYTHONPATH", "")}
+        if baseline_src:
+            codes["baseline"] = baseline_src
+        figures: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in codes}
+        bare: tuple[list[float], list[float]] = ([], [])
+        for _ in range(rounds):
+            wall, cpu = _timed([sys.executable, "-c", "pass"], env_for(home, daemon=True))
+            bare[0].append(wall)
+            bare[1].append(cpu)
+            for label, src in codes.items():
+                env = env_for(home, daemon=True)
+                env["PYTHONPATH"] = src
+                wall, cpu = _timed([*CHIT, "daemon", "status", "--json"], env)
+                figures[label][0].append(wall)
+                figures[label][1].append(cpu)
+        print(
+            f"python -c pass: wall {statistics.median(bare[0]):.0f} ms, "
+            f"CPU {statistics.median(bare[1]):.0f} ms"
+        )
+        for label, (walls, cpus) in figures.items():
+            print(
+                f"chit daemon status --json ({label}): wall {statistics.median(walls):.0f} ms, "
+                f"CPU {statistics.median(cpus):.0f} ms ({rounds} rounds)"
+            )
+        if baseline_src:
+            (walls, cpus), (bwalls, bcpus) = figures["this code"], figures["baseline"]
+            print(
+                f"  this code / baseline, median of per-round ratios: wall "
+                f"{median_ratio(walls, bwalls):.2f}x, CPU {median_ratio(cpus, bcpus):.2f}x"
+            )
+    finally:
+        stop_daemon(home)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--idle-s", type=float, default=30.0)
     parser.add_argument("--tui-tick", type=float, default=None, help="The TUI's [tui] tick.")
     parser.add_argument(
+        "--baseline-src",
+        default=None,
+        help="status: also run `chit daemon status` from this src directory, interleaved.",
+    )
+    parser.add_argument(
         "--only",
-        choices=["calls", "reads", "memory", "idle", "tui", "cold"],
+        choices=["calls", "reads", "memory", "idle", "tui", "cold", "status"],
         action="append",
         help="Run only these parts (repeatable; default: all).",
     )
     args = parser.parse_args()
-    parts = set(args.only or ["calls", "reads", "memory", "idle", "tui", "cold"])
+    parts = set(args.only or ["calls", "reads", "memory", "idle", "tui", "cold", "status"])
     print(f"before: {load()}")
     with tempfile.TemporaryDirectory(prefix="chit-bench-") as tmp:
         base = Path(tmp)
@@ -313,6 +375,8 @@ def main() -> None:
                 tui_idle(base, url, args.idle_s, args.tui_tick)
         if "cold" in parts:
             cold_start(base, args.rounds)
+        if "status" in parts:
+            daemon_status(base, args.rounds, args.baseline_src)
     print(f"after: {load()}")
 
 

@@ -281,3 +281,73 @@ def test_a_daemon_client_does_not_load_the_engine(daemon_home: Path) -> None:
         assert ran["code"] == 0, args
         assert _loaded(ran["modules"], HEAVY_FOR_A_CLIENT) == [], args
     assert "Hello, Ada!" in str(_run("receipts", "--json", env=env)["out"])
+
+
+_BUILT_PROBE = """
+import contextlib, io, json, sys
+from chit.cli.main import cli
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        cli.main(args=sys.argv[1:], prog_name="chit", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+from pydantic import BaseModel
+def every(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from every(sub)
+built = sorted({c.__name__ for c in every(BaseModel)
+                if c.__module__.startswith("chit.") and c.__pydantic_complete__})
+print(json.dumps({"code": code, "built": built}))
+"""
+
+#: The models whose schemas ``chit daemon status`` needs: the greeting, the request's
+#: (empty) parameters and the status reply. Every other model of the socket's protocol
+#: and of the receipts is built on first use (``defer_build``), not at import.
+STATUS_MODELS = {"HelloParams", "HelloResult", "NoParams", "DaemonStatus", "ServerStatus"}
+
+
+@pytest.mark.timeout(240)
+def test_daemon_status_builds_only_the_models_it_uses(daemon_home: Path) -> None:
+    env = daemon_env(daemon_home)
+    assert _run("call", "demo", "greet", "--arg", "name=Ada", env=env)["code"] == 0
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUILT_PROBE, "daemon", "status", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout.splitlines()[-1])
+    assert ran["code"] == 0
+    built = set(ran["built"])
+    assert built <= STATUS_MODELS, sorted(built - STATUS_MODELS)
+    assert "DaemonStatus" in built  # the probe sees a build when there is one
+
+
+def test_build_all_leaves_no_model_of_chit_deferred() -> None:
+    """What a Supervisor or the sidecar's executor does before its threads validate."""
+    code = (
+        "import json, chit.engine.rpc, chit.proxy.protocol, chit.receipts.models\n"
+        "from pydantic import BaseModel\n"
+        "from chit.schemas import _ADAPTERS, build_all\n"
+        "def every(c):\n"
+        "    for s in c.__subclasses__():\n"
+        "        yield s\n"
+        "        yield from every(s)\n"
+        "def deferred():\n"
+        "    models = [c.__name__ for c in every(BaseModel)\n"
+        "              if c.__module__.startswith('chit.') and not c.__pydantic_complete__]\n"
+        "    return models + [repr(a) for a in _ADAPTERS if not a.pydantic_complete]\n"
+        "before = deferred()\n"
+        "build_all()\n"
+        "print(json.dumps({'before': before, 'after': deferred()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert "Receipt" in found["before"]  # deferred at import: the check can fail
+    assert found["after"] == []

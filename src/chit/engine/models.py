@@ -17,7 +17,7 @@ from chit.receipts import HostInfo, Intent, LifecycleState, Receipt, RetrievalCo
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --------------------------------------------------------------------------- results

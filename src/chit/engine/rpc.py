@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from chit.engine.models import (
     EngineEvent,
@@ -26,6 +26,7 @@ from chit.engine.models import (
 )
 from chit.errors import ChitError, Conflict, ExitCode, NotFound, UsageError
 from chit.receipts import Receipt
+from chit.schemas import deferred_adapter
 
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change of a method, a model or the framing."""
@@ -44,7 +45,7 @@ HELLO_REQUIRED = -32001
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # --------------------------------------------------------------------------- handshake
@@ -190,7 +191,7 @@ class EventParams(_Params):
 class Method(BaseModel):
     """One method: its name, parameters, result and how long a client waits for it."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     name: str
     params: type[_Params]
@@ -199,7 +200,11 @@ class Method(BaseModel):
 
 
 def _method(name: str, params: type[_Params], result: Any, timeout_s: float) -> Method:
-    return Method(name=name, params=params, result=TypeAdapter(result), timeout_s=timeout_s)
+    # Constructed, not validated: these are constants, and validating them would build
+    # Method's schema (and load pydantic's plugins) in every client at import.
+    return Method.model_construct(
+        name=name, params=params, result=deferred_adapter(result), timeout_s=float(timeout_s)
+    )
 
 
 _LONG = 3700.0  # a synchronous tool may answer as late as the engine's result timeout
@@ -235,7 +240,7 @@ METHODS: dict[str, Method] = {
 class Frame(BaseModel):
     """Any JSON-RPC 2.0 message (request, notification, response), loosely typed."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     jsonrpc: Literal["2.0"] = "2.0"
     id: int | str | None = None

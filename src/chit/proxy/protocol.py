@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from chit.engine import rpc
 from chit.proxy.models import (
     Answer,
@@ -49,6 +47,7 @@ from chit.proxy.models import (
     UpstreamInfo,
 )
 from chit.receipts import Receipt
+from chit.schemas import deferred_adapter
 
 INPUT = "proxy.input"
 PROGRESS = "proxy.progress"
@@ -62,7 +61,7 @@ _LONG = 3700.0  # a call the server answers synchronously may take the engine's 
 def _method(name: str, params: Any, result: Any, timeout_s: float) -> rpc.Method:
     # model_construct: the params classes are this package's models, not rpc's own base.
     return rpc.Method.model_construct(
-        name=name, params=params, result=TypeAdapter(result), timeout_s=timeout_s
+        name=name, params=params, result=deferred_adapter(result), timeout_s=float(timeout_s)
     )
 
 

@@ -83,7 +83,7 @@ Summary = Annotated[str, AfterValidator(_bound_summary)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class InputRequest(_Model):
@@ -214,10 +214,10 @@ class Receipt(_Model):
     retrieval_error: Message = None
     retrieval_failures: int = Field(default=0, ge=0)  # consecutive, reset on success
     # cancellation posture
-    cancel: CancelInfo = CancelInfo()
+    cancel: CancelInfo = CancelInfo.model_construct()  # no validator built at import
     # outcome & acceptance
     outcome: Outcome | None = None
-    acceptance: Acceptance = Acceptance()
+    acceptance: Acceptance = Acceptance.model_construct()
     # data boundary
     handle: HandleRef | None = None
     synchronous: bool = False

@@ -55,6 +55,7 @@ from chit.runtime.retention import RetentionKeeper
 from chit.runtime.servers import redact_older_rows, registry_resolver
 from chit.runtime.sidecar_host import executor_hook
 from chit.runtime.traffic import ServerTraffic
+from chit.schemas import build_all
 from chit.store import Store
 from chit.vault import Vault
 
@@ -78,6 +79,7 @@ class Supervisor:
         clock: Clock | None = None,
     ) -> None:
         """Wire an already opened store and unlocked vault (use ``Supervisor.open``)."""
+        build_all()  # before any worker thread validates a model (chit.schemas)
         self.home = home
         self.store = store
         self.options = options

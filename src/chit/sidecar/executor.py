@@ -277,6 +277,9 @@ class ExecutorThread:
 
     def start(self) -> ExecutorThread:
         """Start the thread."""
+        from chit.schemas import build_all
+
+        build_all()  # the thread validates models: build their schemas here (chit.schemas)
         self._thread.start()
         return self
 
