@@ -57,7 +57,7 @@ HEAVY_FOR_A_CLIENT = (
     "chit.store.db",
 )
 
-_PROBE = """
+_RUN_CLI = """
 import contextlib, io, json, sys
 from chit.cli.main import cli
 out = io.StringIO()
@@ -66,8 +66,13 @@ with contextlib.redirect_stdout(out):
         cli.main(args=sys.argv[1:], prog_name="chit", standalone_mode=True)
     except SystemExit as exc:
         code = exc.code
+"""
+_PROBE = (
+    _RUN_CLI
+    + """
 print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
 """
+)
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -283,15 +288,9 @@ def test_a_daemon_client_does_not_load_the_engine(daemon_home: Path) -> None:
     assert "Hello, Ada!" in str(_run("receipts", "--json", env=env)["out"])
 
 
-_BUILT_PROBE = """
-import contextlib, io, json, sys
-from chit.cli.main import cli
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        cli.main(args=sys.argv[1:], prog_name="chit", standalone_mode=True)
-    except SystemExit as exc:
-        code = exc.code
+_BUILT_PROBE = (
+    _RUN_CLI
+    + """
 from pydantic import BaseModel
 def every(cls):
     for sub in cls.__subclasses__():
@@ -301,6 +300,7 @@ built = sorted({c.__name__ for c in every(BaseModel)
                 if c.__module__.startswith("chit.") and c.__pydantic_complete__})
 print(json.dumps({"code": code, "built": built}))
 """
+)
 
 #: The models whose schemas ``chit daemon status`` needs: the greeting, the request's
 #: (empty) parameters and the status reply. Every other model of the socket's protocol
