@@ -72,8 +72,12 @@ def everything_entry() -> Path:
     return npm_install(EVERYTHING_PKG, EVERYTHING_VERSION, EVERYTHING_PREFIX) / "dist" / "index.js"
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-    """Block until something accepts TCP connections on ``port`` (or fail)."""
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 180.0) -> None:
+    """Block until something accepts TCP connections on ``port`` (or fail).
+
+    Ends as soon as the port accepts (or the process exits); ``timeout`` only bounds a hang:
+    a Python server's start alone takes 10+ s at load 12.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

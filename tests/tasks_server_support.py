@@ -27,6 +27,8 @@ from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
 NAME_PARAM_METHODS = {"tasks/get", "tasks/update", "tasks/cancel"}
+WAIT_S = 120.0
+"""Safety net of a wait for a server process (a reply, a status): never a timing."""
 
 
 def make_client(target: Any, generation: str, *, extension: bool = True, **kwargs: Any) -> Client:
@@ -34,12 +36,14 @@ def make_client(target: Any, generation: str, *, extension: bool = True, **kwarg
     mode = "legacy" if generation == "2025" else "2026-07-28"
     extensions = [advertise(EXTENSION_ID)] if extension else []
     extensions += kwargs.pop("extensions", [])
-    kwargs.setdefault("read_timeout_seconds", 20)
+    # A safety net, not a timing: a stdio server's initialize waits for a Python process
+    # to start (10+ s at load 12, two starting at once in the multi-process tests).
+    kwargs.setdefault("read_timeout_seconds", WAIT_S)
     return Client(target, mode=mode, extensions=extensions, **kwargs)
 
 
 async def raw(
-    client: Client, method: str, params: Mapping[str, Any], timeout: float = 20
+    client: Client, method: str, params: Mapping[str, Any], timeout: float = WAIT_S
 ) -> dict[str, Any]:
     """Send a request through the session's raw dispatcher and return the result dict."""
     session = client.session
@@ -74,7 +78,7 @@ async def create(
 
 
 async def poll(
-    client: Client, task_id: str, *, until: set[str] | None = None, timeout: float = 15
+    client: Client, task_id: str, *, until: set[str] | None = None, timeout: float = WAIT_S
 ) -> dict[str, Any]:
     """Poll ``tasks/get`` until the status is in ``until`` (default: terminal)."""
     wanted = until or set(TERMINAL_STATUSES)

@@ -52,7 +52,8 @@ def row(db: Path, task_id: str) -> sqlite3.Row:
     return found
 
 
-async def wait_for(check: Any, timeout: float = 15) -> None:
+async def wait_for(check: Any, timeout: float = 120) -> None:
+    """Wait until ``check()`` holds (another process writes it); the timeout is a safety net."""
     with anyio.fail_after(timeout):
         while not check():
             await anyio.sleep(0.1)
@@ -159,7 +160,10 @@ async def test_stale_heartbeat_owner_is_failed_live_one_is_not(tmp_path: Path) -
         store.heartbeat(_owner_row(owner, beat))
         store.insert(_record(f"task-{owner}", owner, now))
     store.insert(_record("task-nobody", "vanished", now))
-    fast = build_demo_server(db, heartbeat_s=0.2)
+    # Sweeps every 0.2 s; an owner is stale after 30 s without a beat. The live owner beat
+    # once, at the start: with the default 3 beats (0.6 s) it went stale whenever a loaded
+    # machine took longer than that to start the client (failed at load 6).
+    fast = build_demo_server(db, heartbeat_s=0.2, stale_s=30.0)
     async with make_client(fast, "2026") as c:
 
         async def states() -> dict[str, str]:
@@ -169,7 +173,7 @@ async def test_stale_heartbeat_owner_is_failed_live_one_is_not(tmp_path: Path) -
             }
 
         # The runtime's sweep (every 0.2 s here) fails the orphans: wait for it to have run.
-        with anyio.fail_after(15):
+        with anyio.fail_after(120):
             while (seen := await states())["stale"] == "working" or seen["nobody"] == "working":
                 await anyio.sleep(0.05)
         seen = await states()  # a later sweep leaves the live owner's task alone too
