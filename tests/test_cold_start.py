@@ -333,7 +333,7 @@ def test_build_all_leaves_no_model_of_chit_deferred() -> None:
     code = (
         "import json, chit.engine.rpc, chit.proxy.protocol, chit.receipts.models\n"
         "from pydantic import BaseModel\n"
-        "from chit.schemas import _ADAPTERS, build_all\n"
+        "from chit.receipts.schemas import _ADAPTERS, build_all\n"
         "def every(c):\n"
         "    for s in c.__subclasses__():\n"
         "        yield s\n"

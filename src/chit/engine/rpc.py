@@ -26,7 +26,7 @@ from chit.engine.models import (
 )
 from chit.errors import ChitError, Conflict, ExitCode, NotFound, UsageError
 from chit.receipts import Receipt
-from chit.schemas import deferred_adapter
+from chit.receipts.schemas import deferred_adapter
 
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change of a method, a model or the framing."""

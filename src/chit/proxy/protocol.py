@@ -47,7 +47,7 @@ from chit.proxy.models import (
     UpstreamInfo,
 )
 from chit.receipts import Receipt
-from chit.schemas import deferred_adapter
+from chit.receipts.schemas import deferred_adapter
 
 INPUT = "proxy.input"
 PROGRESS = "proxy.progress"

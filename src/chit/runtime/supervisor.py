@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 from chit.clock import Clock, current_clock
 from chit.home import Home
 from chit.receipts import AcceptanceState, Intent, Receipt
+from chit.receipts.schemas import build_all
 from chit.reconcile import (
     ConnectionPool,
     HandleBook,
@@ -55,7 +56,6 @@ from chit.runtime.retention import RetentionKeeper
 from chit.runtime.servers import redact_older_rows, registry_resolver
 from chit.runtime.sidecar_host import executor_hook
 from chit.runtime.traffic import ServerTraffic
-from chit.schemas import build_all
 from chit.store import Store
 from chit.vault import Vault
 
@@ -79,7 +79,7 @@ class Supervisor:
         clock: Clock | None = None,
     ) -> None:
         """Wire an already opened store and unlocked vault (use ``Supervisor.open``)."""
-        build_all()  # before any worker thread validates a model (chit.schemas)
+        build_all()  # before any worker thread validates a model (chit.receipts.schemas)
         self.home = home
         self.store = store
         self.options = options

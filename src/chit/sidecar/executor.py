@@ -277,9 +277,9 @@ class ExecutorThread:
 
     def start(self) -> ExecutorThread:
         """Start the thread."""
-        from chit.schemas import build_all
+        from chit.receipts.schemas import build_all
 
-        build_all()  # the thread validates models: build their schemas here (chit.schemas)
+        build_all()  # the thread validates models: build their schemas first (see there)
         self._thread.start()
         return self
 
