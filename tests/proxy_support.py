@@ -129,11 +129,11 @@ def question_waits(row: dict[str, Any]) -> bool:
     return row["state"] == "input_required" and bool(pending)
 
 
-def declare(home: Path, *capabilities: str) -> None:
-    """Set ``declare`` in server-everything's table (its own line under the header)."""
+def declare(home: Path, *capabilities: str, server: str = "everything") -> None:
+    """Set ``declare`` in ``server``'s table (its own line under the header)."""
     config = home / "config.toml"
     text = config.read_text()
-    head = "[servers.everything]\n"
+    head = f"[servers.{server}]\n"
     assert head in text, text
     line = f"declare = {json.dumps(list(capabilities))}\n"
     config.write_text(text.replace(head, head + line, 1))

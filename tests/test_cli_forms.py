@@ -157,7 +157,7 @@ def test_a_required_field_cannot_be_skipped() -> None:
 def test_a_sampling_question_chit_proxy_holds_is_a_form() -> None:
     """Shown as its conversation, line by line and printable; asked field by field."""
     from chit.cli.forms import prompt_answer, request_lines
-    from chit.proxy.questions import SAMPLING_SCHEMA
+    from chit.reconcile.questions import SAMPLING_SCHEMA
 
     message = "the server asks:\nsystem: be [bold]brief[/]\nuser: 2+2?\x1b[2J\n(at most 9 tokens)"
     request = _request(SAMPLING_SCHEMA, kind=InputKind.SAMPLING).model_copy(

@@ -103,6 +103,27 @@ def register_task_tools(runtime: TaskRuntime) -> None:
         await anyio.sleep(0.3)
         return f"Hello, {name}! Your task is complete."
 
+    @runtime.task_tool("summarize_notes", task_support="required", asks=("sampling", "roots"))
+    async def summarize_notes(task: TaskContext, notes: str = "Shipped the release.") -> str:
+        """Ask the client's model (or person) for a summary of `notes` and for the roots
+        to work in, inside the task; complete with the reply (needs sampling and roots)."""
+        await task.set_status("Asking for a summary")
+        reply = await task.request_sampling(
+            f"Summarise the notes of task {task.task_id} in one line: {notes}",
+            system_prompt="You write one-line summaries.",
+            max_tokens=200,
+            key="summary",
+        )
+        if reply.get("action") == "decline":
+            return "No summary: the client declined to write one"
+        content = reply.get("content")
+        text = content.get("text", "") if isinstance(content, dict) else ""
+        await task.set_status("Asking where to work")
+        roots = await task.request_roots(key="roots")
+        uris = [r.get("uri", "") for r in roots.get("roots") or [] if isinstance(r, dict)]
+        where = ", ".join(uris) if uris else "no roots"
+        return f"Summary by {reply.get('model', 'an unknown model')}: {text} (roots: {where})"
+
     @runtime.task_tool("resumable_job", task_support="optional", resumable=True)
     async def resumable_job(task: TaskContext, seconds: float = 1.0) -> str:
         """Like slow_compute but re-run from scratch if the server restarts mid-way."""

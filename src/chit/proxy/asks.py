@@ -2,7 +2,7 @@
 
 A host calls a tool that cannot be a task (passed on as it is), and the server asks
 ``elicitation/create`` — or ``sampling/createMessage`` / ``roots/list``, made forms by
-:mod:`chit.proxy.questions` — while the call runs. When no host can answer it (none
+:mod:`chit.reconcile.questions` — while the call runs. When no host can answer it (none
 declared the capability, or the server's ``prompts`` is ``chit``), or with ``prompts =
 "both"``, the question waits in chit's inbox like a task's prompt:
 
@@ -42,12 +42,10 @@ from mcp_types import (
     ElicitResult,
     ErrorData,
     InputRequest,
-    ListRootsRequest,
 )
 
 from chit import clock
-from chit.errors import UsageError
-from chit.proxy import endings, questions
+from chit.proxy import endings
 from chit.proxy import wire as pwire
 from chit.proxy.models import Answer, ForwardParams
 from chit.receipts import (
@@ -64,6 +62,7 @@ from chit.receipts import (
     new_intent,
     new_request_key,
 )
+from chit.reconcile import questions
 from chit.reconcile.inbox import answer_status
 from chit.reconcile.outcomes import legacy_input_key
 from chit.runtime import Supervisor
@@ -262,18 +261,12 @@ class CallPrompts:
     def answer(self, receipt: Receipt, key: str, reply: ElicitResult) -> Receipt | None:
         """A person's answer (``Answers.live``); None when no such question waits here.
 
-        Raises:
-            UsageError: a roots answer names something that is not a ``file://`` URI
-                (the question waits on).
+        ``Answers`` validated it first (a roots answer shares only ``file://`` URIs).
         """
         call = self.receipts.get(receipt.receipt_id)
         wait = call.waits.get(key) if call is not None else None
         if wait is None or wait.event.is_set():
             return None
-        if reply.action == "accept" and isinstance(wait.request, ListRootsRequest):
-            problems = questions.roots_problems(reply.content)
-            if problems:
-                raise UsageError("the answer does not fit the request: " + "; ".join(problems))
         response = questions.response(wait.request, reply)
         return self._settle(receipt.receipt_id, key, wait, response, answer_status(reply))
 

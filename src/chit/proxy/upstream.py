@@ -37,7 +37,6 @@ from mcp_types import (
 from pydantic import BaseModel, ValidationError
 
 from chit import clock
-from chit.proxy import questions
 from chit.proxy import wire as pwire
 from chit.proxy.asks import CallPrompts
 from chit.proxy.models import (
@@ -50,6 +49,7 @@ from chit.proxy.models import (
     UpstreamInfo,
 )
 from chit.receipts import HostInfo
+from chit.reconcile import questions
 from chit.runtime import Supervisor
 from chit.runtime.servers import connect
 from chit.servers import Registry

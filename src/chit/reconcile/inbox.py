@@ -1,7 +1,8 @@
-"""2025-11-25 input: keep a ``tasks/result`` open, park elicitations in the durable inbox.
+"""2025-11-25 input: keep a ``tasks/result`` open, park its prompts in the durable inbox.
 
 In 2025 a prompt exists only while a ``tasks/result`` request is open: the server sends
-``elicitation/create`` on it. The watcher opens one per ``input_required`` task, records
+``elicitation/create`` (or ``sampling/createMessage``, ``roots/list``: forms made by
+:mod:`chit.reconcile.questions`) on it. The watcher opens one per ``input_required`` task, records
 each elicitation as a pending input request on the receipt (the durable inbox), and
 holds the callback until the user answers — for at most ``answer_wait_s``, after which
 the request is closed and re-opened on a later check (never a hang). After a restart a
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio.abc import TaskGroup
-from mcp_types import INVALID_REQUEST, ElicitResult, ErrorData, InputRequest, InputResponse
+from mcp_types import INTERNAL_ERROR, ElicitResult, ErrorData, InputRequest, InputResponse
 
 from chit.clock import Clock, current_clock
 from chit.receipts import (
@@ -27,6 +28,7 @@ from chit.receipts import (
     LifecycleState,
     Receipt,
 )
+from chit.reconcile import questions
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.outcomes import (
     acceptance_event,
@@ -212,11 +214,15 @@ class LegacyInbox:
             reply = self._answers.pop((rid, key), None)
         if reply is None:
             # Bounded wait: close this tasks/result; the prompt stays pending and is asked
-            # again on a later check (the server re-delivers on a new tasks/result).
+            # again on a later check (the server re-delivers on a new tasks/result). Not
+            # -1 or -32600: those decline a sampling or roots request.
             watch.scope.cancel()
-            return ErrorData(code=INVALID_REQUEST, message="no answer yet")
+            return ErrorData(code=INTERNAL_ERROR, message="no answer yet")
         self._writer.apply(rid, [InputAnswered(key=key, status=answer_status(reply))])
-        return reply
+        # A sampling or roots request gets its result (or a decline's error), made from
+        # the person's form answer; an elicitation gets the answer itself.
+        response: InputResponse | ErrorData = questions.response(request, reply)
+        return response
 
     async def _expect_redelivery(self, rid: str, watch: Watch, expected: set[str]) -> None:
         await self.clock.sleep(self.redeliver_wait_s)

@@ -12,13 +12,12 @@ import hmac
 import json
 from typing import Any
 
-from mcp_types import CallToolResult, ElicitRequest, InputRequest
+from mcp_types import CallToolResult, InputRequest
 
 from chit.receipts import (
     AcceptanceDecided,
     AcceptanceState,
     FailureClass,
-    InputKind,
     InputRequestSeen,
     LifecycleState,
     ObservationSource,
@@ -33,6 +32,7 @@ from chit.receipts import (
     summarize_result,
 )
 from chit.receipts.acceptance import evaluate, parse_check
+from chit.reconcile import questions
 from chit.tasks import wire
 from chit.tasks.client import TaskError, TaskHandle, TaskOutcome, TaskSnapshot
 
@@ -45,21 +45,9 @@ def result_json(result: CallToolResult) -> dict[str, Any]:
 
 
 def seen_request(key: str, request: InputRequest) -> InputRequestSeen:
-    """Describe one server input request (elicitation form/URL, sampling, roots)."""
-    if isinstance(request, ElicitRequest):
-        params = request.params
-        url = getattr(params, "url", None)
-        schema = getattr(params, "requested_schema", None)
-        return InputRequestSeen(
-            key=key,
-            kind=InputKind.URL if url else InputKind.ELICITATION,
-            message=params.message,
-            requested_schema=dict(schema) if schema is not None else None,
-            url=url,
-        )
-    method = getattr(request, "method", "")
-    kind = InputKind.SAMPLING if "sampling" in method else InputKind.ROOTS
-    return InputRequestSeen(key=key, kind=kind, message=f"{method} request")
+    """Describe one server input request: an elicitation, or a sampling or roots
+    request as the form a person answers it with (:mod:`chit.reconcile.questions`)."""
+    return questions.seen(key, request)
 
 
 def legacy_input_key(request: InputRequest, digest_key: bytes | None = None) -> str:

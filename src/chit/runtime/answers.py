@@ -33,6 +33,7 @@ from chit.reconcile import (
     ReceiptWriter,
     Reconciler,
     answer_status,
+    questions,
 )
 from chit.reconcile.boundary import is_derived_key, server_key
 from chit.reconcile.inbox import Watch
@@ -111,6 +112,8 @@ class Answers:
             if content is None:
                 raise UsageError("give the answer (--json), or --decline / --cancel")
             errors = validate_answer(request.requested_schema, content) if validate else []
+            # A roots answer shares only file:// URIs (the schema cannot say so).
+            errors += questions.answer_problems(request.kind, content) if validate else []
             if errors:
                 raise UsageError("the answer does not fit the request: " + "; ".join(errors))
         try:
@@ -132,7 +135,8 @@ class Answers:
             client = await connect(self.pool, receipt.server)
             try:
                 server_key = await self._server_key(client, task_id, request.key)
-                await client.answer(task_id, {server_key: reply})
+                response = questions.task_response(request.kind, reply)
+                await client.answer(task_id, {server_key: response})
             except TaskError as exc:
                 await self._undeliverable(receipt, request.key, exc)
             after = self.writer.apply(

@@ -72,7 +72,52 @@ class TaskContext:
         Keys become the ``inputRequests`` keys (unique for the task's lifetime; a
         resumed run reuses them, so answers given before a restart still count).
         """
-        return await self._runtime.request_inputs(self.task_id, requests)
+        return await self._runtime.request_inputs(self.task_id, dict(requests))
+
+    async def request_sampling(
+        self,
+        prompt: str,
+        *,
+        system_prompt: str | None = None,
+        max_tokens: int = 400,
+        key: str | None = None,
+    ) -> dict[str, Any]:
+        """Ask the client's model (or person) for a reply to ``prompt``; wait for it.
+
+        The tool must be registered with ``asks=("sampling",)``. 2026: a
+        ``sampling/createMessage`` entry of ``inputRequests``; 2025: that request sent
+        on the client's open ``tasks/result``.
+
+        Returns:
+            A ``CreateMessageResult`` dict (``content.text``, ``model``), or, when the
+            client declined, a dict with ``"action": "decline"`` (and, on 2025, the
+            client's JSON-RPC ``error``).
+        """
+        params: dict[str, Any] = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "maxTokens": max_tokens,
+        }
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        request = {"method": "sampling/createMessage", "params": params}
+        return await self._ask_one(key, request)
+
+    async def request_roots(self, *, key: str | None = None) -> dict[str, Any]:
+        """Ask the client which roots (``file://`` URIs) the task may use; wait for them.
+
+        The tool must be registered with ``asks=("roots",)``.
+
+        Returns:
+            A ``ListRootsResult`` dict (``roots``), or a ``"decline"`` dict as for
+            :meth:`request_sampling`.
+        """
+        return await self._ask_one(key, {"method": "roots/list", "params": {}})
+
+    async def _ask_one(self, key: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        answers = await self._runtime.request_inputs(
+            self.task_id, {key or self._next_key(): request}
+        )
+        return next(iter(answers.values()))
 
     def _next_key(self) -> str:
         self._input_counter += 1

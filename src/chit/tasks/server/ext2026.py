@@ -30,7 +30,12 @@ from chit.tasks.server.context import TaskContext
 from chit.tasks.server.principal import PrincipalOf, default_principal
 from chit.tasks.server.render import create_result_2026, detailed_2026
 from chit.tasks.server.runtime import TaskRuntime
-from chit.tasks.server.tools import TaskProtocolError, TaskTool, TaskToolError
+from chit.tasks.server.tools import (
+    TaskProtocolError,
+    TaskTool,
+    TaskToolError,
+    refuse_undeclared,
+)
 from chit.tasks.wire import (
     EXTENSION_ID,
     META_REQUEST_KEY,
@@ -110,6 +115,7 @@ class TasksExtension(Extension):
             if tool.task_support == "required":
                 require_client_extension(ctx, EXTENSION_ID)
             return await call_next(ctx)
+        refuse_undeclared(tool, capabilities)
         gathered: dict[str, dict[str, Any]] = {}
         if tool.pre_inputs:
             answers = params.input_responses or {}
@@ -219,6 +225,10 @@ class SyncContext(TaskContext):
     ) -> dict[str, dict[str, Any]]:
         """Refuse: waiting for input needs a task."""
         raise TaskToolError("This tool needs input from the user; call it as a task")
+
+    async def _ask_one(self, key: str | None, request: dict[str, Any]) -> dict[str, Any]:
+        """Refuse: a sampling or roots question inside a task needs a task."""
+        raise TaskToolError("This tool asks the client inside a task; call it as a task")
 
 
 def _sync_wrapper(runtime: TaskRuntime, tool: TaskTool) -> Callable[..., Awaitable[Any]]:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
-from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult
 from pydantic import BaseModel
 
+from chit.tasks.server.asking import ask_on_result
 from chit.tasks.server.render import create_result_2025, task_2025
+from chit.tasks.server.tools import refuse_undeclared
 from chit.tasks.wire import (
     INVALID_PARAMS,
     META_REQUEST_KEY,
@@ -96,6 +96,7 @@ async def _maybe_create(
             code=METHOD_NOT_FOUND,
             message=f"Tool {name!r} does not support task-augmented execution",
         )
+    refuse_undeclared(tool, ctx.session.client_capabilities)
     meta = params.get("_meta") or {}
     ttl = task.get("ttl") if isinstance(task, dict) else None
     key = meta.get(META_REQUEST_KEY)
@@ -160,8 +161,9 @@ async def list_tasks(ext: TasksExtension, ctx: Ctx, params: ListTasksParams) -> 
 async def result(ext: TasksExtension, ctx: Ctx, params: TaskIdParams) -> HandlerResult:
     """``tasks/result`` (2025): block until terminal, delivering input requests meanwhile.
 
-    Pending input requests are sent as ``elicitation/create`` on this request's stream,
-    tagged with related-task ``_meta``; answers go to the runtime like ``tasks/update``.
+    Pending input requests are sent on this request's stream (``elicitation/create``,
+    ``sampling/createMessage``, ``roots/list``), tagged with related-task ``_meta``;
+    answers go to the runtime like ``tasks/update`` (:mod:`~chit.tasks.server.asking`).
     """
     _require_2025(ctx, "tasks/result")
     runtime = ext.runtime
@@ -173,7 +175,7 @@ async def result(ext: TasksExtension, ctx: Ctx, params: TaskIdParams) -> Handler
             for key, request in record.pending_inputs.items():
                 if key not in in_flight:
                     in_flight.add(key)
-                    tg.start_soon(_elicit, runtime, ctx, record.id, key, request, in_flight)
+                    tg.start_soon(ask_on_result, runtime, ctx, record.id, key, request, in_flight)
             await runtime.wait_change(record.id)
             record = runtime.visible(record.id, principal)
         tg.cancel_scope.cancel()
@@ -189,34 +191,6 @@ async def result(ext: TasksExtension, ctx: Ctx, params: TaskIdParams) -> Handler
     payload = dict(record.result or {"content": []})
     payload["_meta"] = {**(payload.get("_meta") or {}), **meta}
     return payload
-
-
-async def _elicit(
-    runtime: TaskRuntime,
-    ctx: Ctx,
-    task_id: str,
-    key: str,
-    request: dict[str, Any],
-    in_flight: set[str],
-) -> None:
-    params = dict(request.get("params") or {})
-    form = ElicitRequestFormParams(
-        message=params.get("message", ""),
-        requested_schema=params.get("requestedSchema") or {"type": "object", "properties": {}},
-        _meta=related_task_meta(task_id),
-    )
-    try:
-        answer = await ctx.session.send_request(
-            ElicitRequest(params=form),
-            ElicitResult,
-            metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
-        )
-    except Exception:
-        in_flight.discard(key)  # the client may retry tasks/result; ask again then
-        return
-    await runtime.answer(
-        task_id, {key: answer.model_dump(by_alias=True, exclude_none=True, mode="json")}
-    )
 
 
 def _require_2025(ctx: Ctx, method: str) -> None:

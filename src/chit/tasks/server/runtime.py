@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -34,9 +34,13 @@ from chit.tasks.server.errors import NOT_FOUND_MESSAGE, TaskError, args_digest, 
 from chit.tasks.server.notify import Notifier
 from chit.tasks.server.owners import INTERRUPTED, Ownership
 from chit.tasks.server.record import TaskRecord
-from chit.tasks.server.tools import PreInput, TaskTool, ToolFn, build_task_tool
+from chit.tasks.server.registry import ToolRegistry
+from chit.tasks.server.tools import TaskTool
 from chit.tasks.server.writes import Superseded, WriteQueue
-from chit.tasks.wire import INTERNAL_ERROR, TaskSupport
+
+if TYPE_CHECKING:
+    from chit.tasks.server.workers import Ask
+from chit.tasks.wire import INTERNAL_ERROR
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,7 +50,7 @@ DAY_MS = 24 * 60 * MINUTE_MS
 __all__ = ["NOT_FOUND_MESSAGE", "TaskError", "TaskRuntime", "args_digest", "not_found"]
 
 
-class TaskRuntime:
+class TaskRuntime(ToolRegistry):
     """Task tools, the persistent store and the workers of one server process."""
 
     def __init__(
@@ -97,42 +101,6 @@ class TaskRuntime:
         self.writes = WriteQueue()
         self._changed: dict[str, anyio.Event] = {}
         self._listeners: list[Callable[[str, str | None], None]] = []
-
-    # --- registration -------------------------------------------------------------
-
-    def task_tool(
-        self,
-        name: str | None = None,
-        *,
-        task_support: TaskSupport = "optional",
-        resumable: bool = False,
-        description: str | None = None,
-        pre_inputs: tuple[PreInput, ...] = (),
-    ) -> Callable[[ToolFn], ToolFn]:
-        """Decorator registering an ``async def`` as a task tool.
-
-        Args:
-            name: Tool name (default: the function name).
-            task_support: ``"optional"`` (runs synchronously for clients without task
-                support) or ``"required"`` (such clients get an error).
-            resumable: Re-run the tool after a crash instead of failing the task.
-            description: Tool description (default: the docstring).
-            pre_inputs: Inputs gathered before the task is created (see ``PreInput``).
-        """
-
-        def register(fn: ToolFn) -> ToolFn:
-            tool = build_task_tool(
-                fn,
-                name=name,
-                description=description,
-                task_support=task_support,
-                resumable=resumable,
-                pre_inputs=pre_inputs,
-            )
-            self.tools[tool.name] = tool
-            return fn
-
-        return register
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -356,7 +324,7 @@ class TaskRuntime:
     # --- input ------------------------------------------------------------------------
 
     async def request_inputs(
-        self, task_id: str, requests: dict[str, tuple[str, dict[str, Any]]]
+        self, task_id: str, requests: dict[str, Ask]
     ) -> dict[str, dict[str, Any]]:
         """Park the task in ``input_required`` until every key in ``requests`` is answered."""
         from chit.tasks.server.workers import park_for_inputs

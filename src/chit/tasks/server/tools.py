@@ -12,14 +12,17 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from chit.tasks.wire import INVALID_PARAMS, TaskSupport
 
 ToolFn = Callable[..., Awaitable[Any]]
+ClientAsk = Literal["sampling", "roots"]
+"""A client capability a task tool may ask with, inside its task."""
 
 
 class TaskToolError(Exception):
@@ -56,6 +59,21 @@ class TaskGone(Exception):
     """The task became terminal (cancelled) or vanished while its worker waited."""
 
 
+def refuse_undeclared(tool: TaskTool, capabilities: Any) -> None:
+    """Refuse a task of ``tool`` when the client lacks a capability the task asks with.
+
+    Raises:
+        MCPError: -32602, naming the capabilities to declare (no task is created).
+    """
+    missing = tool.undeclared(capabilities)
+    if missing:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Tool {tool.name!r} asks the client for {' and '.join(missing)} inside"
+            f" its task; declare the {' and '.join(missing)} capability to call it",
+        )
+
+
 class InvalidArguments(Exception):
     """The call's arguments do not match the tool's schema (-32602, nothing stored)."""
 
@@ -89,6 +107,12 @@ class TaskTool:
     context_param: str | None
     pre_inputs: tuple[PreInput, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    asks: tuple[ClientAsk, ...] = ()
+    """Client capabilities its task asks with (``sampling``, ``roots``)."""
+
+    def undeclared(self, capabilities: Any) -> list[str]:
+        """Which of :attr:`asks` the client's ``ClientCapabilities`` lack."""
+        return [ask for ask in self.asks if getattr(capabilities, ask, None) is None]
 
     def validate(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Validate ``arguments``; return the JSON-ready arguments to store.
@@ -132,6 +156,7 @@ def build_task_tool(
     task_support: TaskSupport,
     resumable: bool,
     pre_inputs: tuple[PreInput, ...],
+    asks: tuple[ClientAsk, ...] = (),
 ) -> TaskTool:
     """Inspect ``fn`` and return its :class:`TaskTool`."""
     from chit.tasks.server.context import TaskContext
@@ -161,6 +186,7 @@ def build_task_tool(
         args_model=args_model,
         context_param=context_param,
         pre_inputs=pre_inputs,
+        asks=asks,
     )
 
 

@@ -48,7 +48,7 @@ async def _execute(
     await runtime._set(record.id, status_message="Running", durable=False)
     try:
         if tool.pre_inputs:
-            asks = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
+            asks: dict[str, Ask] = {p.key: (p.message, p.schema) for p in tool.pre_inputs}
             ctx.gathered = await runtime.request_inputs(record.id, asks)
         kwargs = dict(record.args)
         if tool.context_param:
@@ -96,8 +96,13 @@ async def _finish(
     await runtime._set(record.id, status=status, result=result, status_message=text)
 
 
+Ask = tuple[str, dict[str, Any]] | dict[str, Any]
+"""One input request: ``(message, schema)`` of an elicitation form, or a whole request
+object ``{"method", "params"}`` (``sampling/createMessage``, ``roots/list``)."""
+
+
 async def park_for_inputs(
-    runtime: TaskRuntime, task_id: str, requests: dict[str, tuple[str, dict[str, Any]]]
+    runtime: TaskRuntime, task_id: str, requests: dict[str, Ask]
 ) -> dict[str, dict[str, Any]]:
     """Park the task in ``input_required`` until every key in ``requests`` is answered.
 
@@ -111,11 +116,8 @@ async def park_for_inputs(
     missing = {k: v for k, v in requests.items() if k not in answers}
     if missing:
         new = dict(record.input_requests)
-        for key, (message, schema) in missing.items():
-            new[key] = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": message, "requestedSchema": schema},
-            }
+        for key, ask in missing.items():
+            new[key] = _request(ask)
         await runtime._set(
             task_id,
             status="input_required",
@@ -134,7 +136,20 @@ async def park_for_inputs(
     return {k: record.input_responses[k] for k in requests}
 
 
-def _waiting(requests: dict[str, tuple[str, dict[str, Any]]]) -> str:
+def _request(ask: Ask) -> dict[str, Any]:
+    if isinstance(ask, dict):
+        return ask
+    message, schema = ask
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": schema},
+    }
+
+
+def _waiting(requests: dict[str, Ask]) -> str:
     if len(requests) == 1:
-        return f"Waiting for input: {next(iter(requests.values()))[0]}"
+        ask = next(iter(requests.values()))
+        if isinstance(ask, dict):
+            return f"Waiting for the client: {ask.get('method', 'a request')}"
+        return f"Waiting for input: {ask[0]}"
     return f"Waiting for {len(requests)} answers"

@@ -1,8 +1,10 @@
-"""Sampling and roots requests as questions a person answers with a form.
+"""Server input requests as questions a person answers with a form.
 
 chit's inbox answers with forms (``chit.receipts.forms``): the same form, the same
-validation, in ``chit answer`` and the TUI. A server's ``sampling/createMessage`` or
-``roots/list`` outside a task becomes such a question:
+validation, in ``chit answer``, ``call --wait``/``follow`` and the TUI. An elicitation
+is a form already; a server's ``sampling/createMessage`` or ``roots/list`` becomes one
+wherever it is asked — inside a task (a 2025 task's request on ``tasks/result``, a 2026
+task's ``inputRequests`` entry) or outside one (``chit proxy``):
 
 * **sampling** — the message shows the conversation the server sent (system prompt and
   every message, by role; non-text content named, never shown raw); the form asks for
@@ -12,10 +14,13 @@ validation, in ``chit answer`` and the TUI. A server's ``sampling/createMessage`
 * **roots** — the form asks for the ``file://`` roots to share (separated by spaces or
   new lines; empty shares none). The answer becomes a ``ListRootsResult``.
 
-Declining (or cancelling) answers the server with an error: ``-1`` for sampling (the
-spec's "user rejected sampling request"), ``-32600`` for roots. The server's text is
-stored as the receipt's prompt through the writer, so it is redacted like any prompt;
-whoever shows it makes it printable (the CLI) or literal (the TUI).
+Declining (or cancelling) answers a server's request with an error: ``-1`` for
+sampling (the spec's "user rejected sampling request"), ``-32600`` for roots. A 2026
+task's ``inputResponses`` have no error form, so there the decline travels as the one
+response that can say it, an ``ElicitResult`` with ``action: decline`` (or ``cancel``)
+(:func:`task_response`). The server's text is stored as the receipt's prompt through
+the writer, so it is redacted like any prompt; whoever shows it makes it printable (the
+CLI) or literal (the TUI).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from mcp_types import (
     ElicitResult,
     ErrorData,
     InputRequest,
+    InputResponse,
     ListRootsResult,
     Root,
     TextContent,
@@ -41,7 +47,6 @@ from pydantic import ValidationError
 from chit.receipts import InputKind
 from chit.receipts.events import InputRequestSeen
 from chit.receipts.models import MESSAGE_MAX
-from chit.reconcile.outcomes import seen_request
 
 Redact = Callable[[str], str]
 """Replaces the secrets a server's text may hold (``Redactor.text``)."""
@@ -86,14 +91,23 @@ ROOTS_SCHEMA: dict[str, Any] = {
 }
 
 
-def seen(key: str, request: InputRequest, redact: Redact) -> InputRequestSeen:
+def seen(key: str, request: InputRequest, redact: Redact = str) -> InputRequestSeen:
     """The inbox entry for ``request``: an elicitation as it is, the others as a form.
 
-    ``redact`` is applied to the server's text before it is cut to fit (a secret cut in
-    two would no longer be recognised by the writer's own redaction).
+    ``redact`` is applied to the server's text before it is cut to fit (the writer
+    redacts the stored text again, fragments included).
     """
     if isinstance(request, ElicitRequest):
-        return seen_request(key, request)
+        params = request.params
+        url = getattr(params, "url", None)
+        schema = getattr(params, "requested_schema", None)
+        return InputRequestSeen(
+            key=key,
+            kind=InputKind.URL if url else InputKind.ELICITATION,
+            message=params.message,
+            requested_schema=dict(schema) if schema is not None else None,
+            url=url,
+        )
     if isinstance(request, CreateMessageRequest):
         return InputRequestSeen(
             key=key,
@@ -176,11 +190,33 @@ def host_result(request: InputRequest, raw: Any) -> Any:
     return ListRootsResult.model_validate(raw)
 
 
+def answer_problems(kind: InputKind, content: dict[str, Any] | None) -> list[str]:
+    """Why an accepted answer of ``kind`` cannot be sent beyond its form's schema."""
+    return roots_problems(content) if kind is InputKind.ROOTS else []
+
+
+def task_response(kind: InputKind, reply: ElicitResult) -> InputResponse:
+    """A 2026 task's ``inputResponses`` entry for a person's ``reply`` to a ``kind``.
+
+    An accepted sampling or roots answer is its result; a decline (or cancel) is the
+    ``ElicitResult`` itself: ``inputResponses`` carry no error (module docstring).
+    """
+    if kind not in (InputKind.SAMPLING, InputKind.ROOTS) or reply.action != "accept":
+        return reply
+    made = _made(kind is InputKind.SAMPLING, reply)
+    assert not isinstance(made, ErrorData)  # accepted: a result, never an error
+    return made
+
+
 def response(request: InputRequest, reply: ElicitResult) -> Any:
     """What the server gets for a person's ``reply`` (an elicitation: the reply itself)."""
     if isinstance(request, ElicitRequest):
         return reply
-    sampling = isinstance(request, CreateMessageRequest)
+    return _made(isinstance(request, CreateMessageRequest), reply)
+
+
+def _made(sampling: bool, reply: ElicitResult) -> CreateMessageResult | ListRootsResult | ErrorData:
+    """The sampling or roots result (or the error of a decline) for ``reply``."""
     if reply.action != "accept":
         if sampling:
             return ErrorData(code=USER_REJECTED, message="the person declined it in chit")
@@ -201,9 +237,11 @@ __all__ = [
     "PERSON_MODEL",
     "ROOTS_SCHEMA",
     "SAMPLING_SCHEMA",
+    "answer_problems",
     "host_result",
     "response",
     "roots_problems",
     "seen",
+    "task_response",
     "transcript",
 ]
