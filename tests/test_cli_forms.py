@@ -154,7 +154,7 @@ def test_a_required_field_cannot_be_skipped() -> None:
     assert script.said.count("ok: an answer is required — try again") == 2
 
 
-def test_a_sampling_question_chit_proxy_holds_is_a_form() -> None:
+def test_a_sampling_question_is_a_form() -> None:
     """Shown as its conversation, line by line and printable; asked field by field."""
     from chit.cli.forms import prompt_answer, request_lines
     from chit.reconcile.questions import SAMPLING_SCHEMA
@@ -177,11 +177,24 @@ def test_a_sampling_question_chit_proxy_holds_is_a_form() -> None:
     assert script.said.count("Reply: an answer is required — try again") == 1
 
 
+def test_a_roots_answer_that_is_not_file_uris_is_asked_again() -> None:
+    """The roots form (a task's or one outside a task): only file:// URIs are sent."""
+    from chit.cli.forms import prompt_answer
+    from chit.reconcile.questions import ROOTS_SCHEMA
+
+    request = _request(ROOTS_SCHEMA, kind=InputKind.ROOTS)
+    script = Script("https://x.example/ file:///ok", "file:///srv/a file:///srv/b")
+    answer = prompt_answer(request, script.ask, script.say)
+    assert answer == {"roots": "file:///srv/a file:///srv/b"}
+    refused = "roots: 'https://x.example/' is not a file:// URI — try again"
+    assert script.said.count(refused) == 1, script.said
+
+
 @pytest.mark.parametrize(
     "request_",
     [
         _request(kind=InputKind.URL, url="https://example.com/consent"),
-        _request(None, kind=InputKind.SAMPLING),  # a task's sampling request: no form
+        _request(None, kind=InputKind.SAMPLING),  # a sampling request without chit's form
         _request({"type": "object", "properties": {"x": {"type": "object"}}, "required": ["x"]}),
     ],
     ids=["url", "sampling", "unbuildable-required-field"],

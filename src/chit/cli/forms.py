@@ -19,7 +19,7 @@ from typing import Any
 
 from chit.errors import UsageError
 from chit.receipts import InputKind, InputRequest
-from chit.receipts.answers import validate_answer
+from chit.receipts.answers import answer_problems, validate_answer
 from chit.receipts.forms import Field, Form, FormInputError, coerce, form_from_schema, to_text
 
 Ask = Callable[[str, str | None], str]
@@ -153,11 +153,17 @@ def prompt_answer(request: InputRequest, ask: Ask, say: Say) -> dict[str, Any]:
     schema = request.requested_schema or {}
     form = form_from_schema(schema)
     _refuse_unanswerable(form)
-    answer: dict[str, Any] = {}
-    for field in form.fields:
-        value = _ask_field(field, ask, say)
-        if value is not None:
-            answer[field.name] = value
+    while True:
+        answer: dict[str, Any] = {}
+        for field in form.fields:
+            value = _ask_field(field, ask, say)
+            if value is not None:
+                answer[field.name] = value
+        # Beyond the schema: a roots answer shares only file:// URIs (asked again).
+        extra = answer_problems(request.kind, answer)
+        if not extra:
+            break
+        say(f"{printable(extra[0], 200)} — try again")
     problems = validate_answer(schema, answer)
     if problems:  # only what no field could ask for: say it, and how to answer instead
         raise UsageError(

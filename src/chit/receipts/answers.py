@@ -16,7 +16,15 @@ from urllib.parse import urlsplit
 
 from chit.receipts.forms import field_problems, form_from_schema, show
 
-__all__ = ["UrlRequest", "fill_defaults", "url_request", "validate_answer"]
+__all__ = [
+    "UrlRequest",
+    "answer_problems",
+    "fill_defaults",
+    "root_uris",
+    "roots_problems",
+    "url_request",
+    "validate_answer",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +125,35 @@ def url_request(params: Mapping[str, Any]) -> UrlRequest | None:
     return UrlRequest(
         str(url), parts.hostname, elicitation_id, message if isinstance(message, str) else None
     )
+
+
+def answer_problems(kind: str, content: dict[str, Any] | None) -> list[str]:
+    """Why an accepted answer to a prompt of ``kind`` (an ``InputKind``) cannot be sent,
+    beyond what its form's schema says: a roots answer shares only ``file://`` URIs."""
+    return roots_problems(content) if kind == "roots" else []
+
+
+def roots_problems(content: dict[str, Any] | None) -> list[str]:
+    """Why a roots answer cannot be sent (every URI must be ``file://`` with a path)."""
+    uris = root_uris(content)
+    return [f"roots: {uri!r} is not a file:// URI" for uri in uris if not _is_file(uri)]
+
+
+def root_uris(content: dict[str, Any] | None) -> list[str]:
+    """The URIs of a roots answer (its ``roots`` text, split on white space)."""
+    text = (content or {}).get("roots")
+    return text.split() if isinstance(text, str) else []
+
+
+def _is_file(uri: str) -> bool:
+    parts = urlsplit(uri)
+    if parts.scheme != "file" or not parts.path or not uri.isprintable():
+        return False
+    from mcp_types import Root  # only here: the TUI's form imports this module
+    from pydantic import ValidationError
+
+    try:
+        Root(uri=uri)  # pydantic reads the string as a FileUrl
+    except ValidationError:
+        return False
+    return True

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from mcp_types import (
     INVALID_REQUEST,
@@ -42,9 +41,9 @@ from mcp_types import (
     Root,
     TextContent,
 )
-from pydantic import ValidationError
 
 from chit.receipts import InputKind
+from chit.receipts.answers import answer_problems, root_uris, roots_problems
 from chit.receipts.events import InputRequestSeen
 from chit.receipts.models import MESSAGE_MAX
 
@@ -156,27 +155,6 @@ def _cut(text: str) -> str:
     return text if len(text) <= PART_MAX else text[: PART_MAX - 1] + "…"
 
 
-def roots_problems(content: dict[str, Any] | None) -> list[str]:
-    """Why a roots answer cannot be sent (every URI must be ``file://`` with a path)."""
-    return [f"roots: {uri!r} is not a file:// URI" for uri in _uris(content) if not _is_file(uri)]
-
-
-def _uris(content: dict[str, Any] | None) -> list[str]:
-    text = (content or {}).get("roots")
-    return text.split() if isinstance(text, str) else []
-
-
-def _is_file(uri: str) -> bool:
-    parts = urlsplit(uri)
-    if parts.scheme != "file" or not parts.path or not uri.isprintable():
-        return False
-    try:
-        Root(uri=uri)  # pydantic reads the string as a FileUrl
-    except ValidationError:
-        return False
-    return True
-
-
 def host_result(request: InputRequest, raw: Any) -> Any:
     """A host's answer to ``request`` as the model the server session expects.
 
@@ -188,11 +166,6 @@ def host_result(request: InputRequest, raw: Any) -> Any:
     if isinstance(request, CreateMessageRequest):
         return CreateMessageResult.model_validate(raw)
     return ListRootsResult.model_validate(raw)
-
-
-def answer_problems(kind: InputKind, content: dict[str, Any] | None) -> list[str]:
-    """Why an accepted answer of ``kind`` cannot be sent beyond its form's schema."""
-    return roots_problems(content) if kind is InputKind.ROOTS else []
 
 
 def task_response(kind: InputKind, reply: ElicitResult) -> InputResponse:
@@ -230,7 +203,7 @@ def _made(sampling: bool, reply: ElicitResult) -> CreateMessageResult | ListRoot
             model=model if isinstance(model, str) and model else PERSON_MODEL,
             stop_reason="endTurn",
         )
-    return ListRootsResult(roots=[Root(uri=uri) for uri in _uris(content)])
+    return ListRootsResult(roots=[Root(uri=uri) for uri in root_uris(content)])
 
 
 __all__ = [

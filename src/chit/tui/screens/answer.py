@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Static
 
 from chit.receipts import InputKind, InputRequest, Receipt
-from chit.receipts.answers import validate_answer
+from chit.receipts.answers import answer_problems, validate_answer
 from chit.receipts.forms import form_from_schema
 from chit.tui.safe import clean, one_line, plain
 from chit.tui.screens.base import ChitModal
@@ -62,6 +62,8 @@ class Ask:
     url: str | None = None
     unanswerable: str | None = None
     question: bool = False
+    kind: InputKind | None = None
+    """The prompt's kind: a roots answer is checked beyond its schema (``file://``)."""
 
     @classmethod
     def for_request(cls, receipt: Receipt, request: InputRequest) -> Ask:
@@ -73,7 +75,7 @@ class Ask:
         url_mode = request.kind is InputKind.URL or request.url is not None
         other = None
         formed = request.kind is InputKind.ELICITATION or request.requested_schema is not None
-        if not url_mode and not formed:  # chit proxy makes forms for sampling and roots
+        if not url_mode and not formed:  # sampling and roots come with chit's forms
             other = f"chit cannot answer {request.kind.value} requests; decline or cancel."
         return cls(
             heading,
@@ -82,6 +84,7 @@ class Ask:
             schema=request.requested_schema,
             url=(request.url or "?") if url_mode else None,
             unanswerable=other,
+            kind=request.kind,
         )
 
     @classmethod
@@ -180,6 +183,8 @@ class AnswerScreen(ChitModal[Answer | None]):
         # The whole-answer check catches what no single field can: required fields the
         # form could not build, unknown fields.
         problems = [] if errors else validate_answer(self.ask.schema, content)
+        if not errors and not problems and self.ask.kind is not None:
+            problems = answer_problems(self.ask.kind, content)
         box = self.query_one("#form-error", Static)
         if errors or problems:
             box.update(plain("; ".join(problems) or f"{len(errors)} field(s) need attention"))
