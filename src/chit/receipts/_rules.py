@@ -53,6 +53,9 @@ def status_rule(r: Receipt, ev: StatusObserved, now: datetime) -> Step:
     if older:
         why = f"{ev.status} reported with an older update time than the recorded {r.state}"
         return Step(r, K.OUT_OF_ORDER, ev.status, why, rejected=True)
+    if _before_a_prompt(r, ev):
+        why = f"{ev.status} reported to a request sent before the pending prompt arrived"
+        return Step(r, K.OUT_OF_ORDER, ev.status, why, rejected=True)
     if r.is_terminal:
         if ev.status is not r.state:
             why = f"{ev.status} after terminal {r.state}: ignored, terminal states never change"
@@ -67,6 +70,21 @@ def status_rule(r: Receipt, ev: StatusObserved, now: datetime) -> Step:
         )
         return Step(refreshed, K.STATUS, ev.status, ev.message)
     return Step(status_update(r, ev, now), K.STATUS, ev.status, ev.message)
+
+
+def _before_a_prompt(r: Receipt, ev: StatusObserved) -> bool:
+    """A live non-input status answering a request sent before a pending prompt arrived.
+
+    A 2025 server may answer ``tasks/get`` from the row as it was just before its task
+    parked again, and send the new prompt on ``tasks/result`` ahead of that reply (a
+    tool that asks, gets its answer, then asks again). Applied, that status would mark
+    the new prompt lost although the server's request for it is open.
+    """
+    if ev.asked_at is None or ev.input_requests is not None:
+        return False  # a 2026 snapshot says itself which prompts are pending
+    if ev.status is LifecycleState.INPUT_REQUIRED or ev.status.is_terminal:
+        return False
+    return any(q.is_pending and q.received_at >= ev.asked_at for q in r.input_requests)
 
 
 def status_update(r: Receipt, ev: StatusObserved, now: datetime) -> Receipt:

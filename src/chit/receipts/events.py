@@ -67,6 +67,9 @@ class StatusObserved:
     ttl_ms: int | None = None
     unlimited_ttl: bool = False
     input_requests: tuple[InputRequestSeen, ...] | None = None
+    asked_at: datetime | None = None
+    """When chit sent the request this status answers (None: not known). A 2025 prompt
+    received after it is newer than this status (see ``status_rule``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -75,7 +75,8 @@ class ReceiptCheck:
         try:
             events = await self._ask(receipt, task_id, source, urgent=hinted)
             if receipt.protocol is TaskProtocol.LEGACY:
-                events = self._before_prompt(receipt_id, events, asked)
+                # Judged when it commits: a prompt received since makes it stale.
+                events = [_asked(ev, asked) for ev in events]
         except TaskError as exc:
             if exc.failure_class == "transient":
                 self.pool.broken(receipt.server)
@@ -120,22 +121,6 @@ class ReceiptCheck:
             self.inbox.ensure_watch(after, task_id)
         return after
 
-    def _before_prompt(self, receipt_id: str, events: list[Event], asked: datetime) -> list[Event]:
-        """Drop a 2025 ``working`` that predates a prompt received while it was asked.
-
-        The server may answer ``tasks/get`` from the row as it was just before the task
-        parked again, and send the new prompt on ``tasks/result`` ahead of that reply (a
-        tool that asks, gets its answer, then asks again). Applied, the stale status
-        would mark the new prompt lost although the server's request for it is open.
-        """
-        current = self.store.receipts.get(receipt_id)
-        newer = current is not None and any(
-            q.is_pending and q.received_at >= asked for q in current.input_requests
-        )
-        if not newer:
-            return events
-        return [ev for ev in events if not _leaves_for_working(ev)]
-
     def _read(self, receipt_id: str) -> Receipt | None:
         """The receipt as stored: the copy in hand when its version is still current.
 
@@ -172,9 +157,10 @@ class ReceiptCheck:
             self._queued.pop(rid, None)
 
 
-def _leaves_for_working(ev: Event) -> bool:
-    status = getattr(ev, "status", None)
-    return isinstance(ev, StatusObserved) and status is LifecycleState.WORKING
+def _asked(ev: Event, asked: datetime) -> Event:
+    if isinstance(ev, StatusObserved):
+        return dataclasses.replace(ev, asked_at=asked)
+    return ev
 
 
 def needs_result(receipt: Receipt) -> bool:
