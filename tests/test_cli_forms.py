@@ -338,3 +338,31 @@ def test_answer_on_a_terminal_asks_for_the_fields(env: dict[str, str]) -> None:
         term.proc.kill()
     assert f"receipt  {rid}" in term.seen
     assert run_chit("answer", rid, env=env).code == 2  # no terminal: say what to give
+
+
+@pytest.mark.parametrize("mode", ["2026", "legacy"])
+def test_call_wait_asks_a_tasks_sampling_and_roots_on_the_terminal(
+    env: dict[str, str], mode: str
+) -> None:
+    """A task's sampling and roots requests are the same forms on a terminal."""
+    from tests.proxy_support import declare
+
+    declare(Path(env["CHIT_HOME"]), "sampling", "roots", server="demo")
+    env["CHIT_TASK_MODE"] = mode
+    term = Terminal(env, "call", "demo", "summarize_notes", "--wait")
+    try:
+        term.expect("- text (text, required")
+        term.expect(": ")
+        term.type("Release shipped.")
+        term.expect("Model name")
+        term.type("")  # the default: a person, through chit
+        term.expect("- roots (text, optional")
+        term.expect(": ")
+        term.type("https://x.example/")
+        term.expect("roots: 'https://x.example/' is not a file:// URI — try again")
+        term.type("file:///srv/term")
+        assert term.wait() == 0, term.seen
+    finally:
+        term.proc.kill()
+    assert "Summary by a person, through chit: Release shipped." in term.seen, term.seen
+    assert "(roots: file:///srv/term)" in term.seen, term.seen
