@@ -110,7 +110,7 @@ def run_foreground(ctx: click.Context, *, spawned: bool = False) -> None:
 def _status(ctx: click.Context) -> DaemonStatus | None:
     import anyio
 
-    from chit.engine.remote import daemon_status
+    from chit.engine.daemon_control import daemon_status
     from chit.engine.start import DaemonUnavailable
 
     home = home_of(ctx)
@@ -154,8 +154,8 @@ def _stop(ctx: click.Context) -> bool:
     """Stop the home's daemon (politely, then by signal); True when one was running."""
     import anyio
 
+    from chit.engine.daemon_control import stop_daemon
     from chit.engine.paths import DaemonPaths
-    from chit.engine.remote import stop_daemon
     from chit.engine.start import lock_is_held, lock_pid, wait_until_gone
 
     paths = DaemonPaths(home_of(ctx))

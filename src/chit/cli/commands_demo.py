@@ -103,8 +103,8 @@ class DemoRun:
             return
         import anyio
 
+        from chit.engine.daemon_control import stop_daemon
         from chit.engine.paths import DaemonPaths
-        from chit.engine.remote import stop_daemon
         from chit.engine.start import wait_until_gone
 
         self.engine.close()
