@@ -32,7 +32,9 @@ class MemoryKeyring(KeyringBackend):
     priority = 1
 
     def __init__(self) -> None:
-        super().__init__()
+        # keyring leaves KeyringBackend.__init__ unannotated, and untyped_calls_exclude
+        # does not reach a super() call.
+        super().__init__()  # type: ignore[no-untyped-call]
         self.items: dict[tuple[str, str], str] = {}
 
     def get_password(self, service: str, username: str) -> str | None:
@@ -49,6 +51,10 @@ class FakePlaintextKeyring(KeyringBackend):
     """Like keyrings.alt's PlaintextKeyring: secrets in a plain file under $HOME."""
 
     priority = 0.5
+
+    def __init__(self) -> None:
+        # A typed constructor, so building one is a typed call (see MemoryKeyring).
+        super().__init__()  # type: ignore[no-untyped-call]
 
     @property
     def path(self) -> Path:
