@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import sqlite_utils
 import walstat
 
 from chit.home import Home
@@ -63,6 +64,8 @@ class OpenWorkWriter:
     def __init__(self, path: Path, synchronous: str = "FULL") -> None:
         self.path = path
         self.store = SidecarStore.open(path)
+        # A file path opens SQLite (a URL would open PostgreSQL): narrow for mypy.
+        assert isinstance(self.store.db, sqlite_utils.Database)
         self.conn = self.store.db.conn
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
         self.n = 0
@@ -135,8 +138,11 @@ def main() -> None:
     print(f"before: {walstat.load()}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        full = {"raw": RawWriter(root / "raw.db"), "openWork": OpenWorkWriter(root / "side.db")}
-        off = {
+        full: dict[str, Writer] = {
+            "raw": RawWriter(root / "raw.db"),
+            "openWork": OpenWorkWriter(root / "side.db"),
+        }
+        off: dict[str, Writer] = {
             "raw": RawWriter(root / "raw-off.db", "OFF"),
             "openWork": OpenWorkWriter(root / "side-off.db", "OFF"),
         }

@@ -44,7 +44,7 @@ handles = st.text(alphabet=HANDLE_ALPHABET, min_size=12, max_size=48).filter(
     lambda h: len(set(h)) >= 6  # a real handle has entropy; "aaaaaaaaaaaa" is not one
 )
 spelling_names = st.sampled_from(sorted(SPELLINGS))
-filler = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+filler = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 
 
 def needles(secret: str) -> list[bytes]:

@@ -21,7 +21,8 @@ from chit.home import Home
 from chit.receipts import IntentState, LifecycleState
 from chit.store import Store
 from tests.engine_support import demo_stdio, fast_options, supervisor
-from tests.interop_support import free_port, http_server
+from tests.interop_support import http_server
+from tests.proc_support import free_port
 
 # CI: 15 rounds of a process killed 0.6-2.2 s into its life (the nightly test runs 200).
 ROUNDS = int(os.environ.get("CHIT_CRASH_ROUNDS", "15"))

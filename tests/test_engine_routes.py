@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -22,8 +23,10 @@ from mcp_types import CallToolResult, TextContent
 
 from chit.demo.server import build_demo_server
 from chit.receipts import (
+    Event,
     LifecycleState,
     ObservationSource,
+    Receipt,
     ResultObserved,
     StatusObserved,
     TaskProtocol,
@@ -206,12 +209,12 @@ async def test_push_during_the_receipts_own_write_is_checked_at_once(tmp_path: P
         real_submit = sup.writer.submit
         held: list[str] = []
 
-        async def gated(receipt_id: str, evts: Any, **kw: Any) -> Any:
+        async def gated(receipt_id: str, events: Sequence[Event], **kw: Any) -> Receipt:
             if not held:  # hold the first write of the check in its batch
                 held.append(receipt_id)
                 at_gate.set()
                 await gate.wait()
-            return await real_submit(receipt_id, evts, **kw)
+            return await real_submit(receipt_id, events, **kw)
 
         sup.writer.submit = gated  # type: ignore[method-assign]
         stop = anyio.Event()

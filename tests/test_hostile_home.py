@@ -24,7 +24,7 @@ import pytest
 from chit.errors import ExitCode
 from chit.home import Home
 from chit.store import VAULT_KEY_ID, Store
-from tests.cli_support import run_chit, seed_receipt
+from tests.cli_support import Ran, run_chit, seed_receipt
 
 HANDLE = "task-handle-0123456789abcdef"
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -36,8 +36,8 @@ def env_for(home: Path, key_store: str = "file") -> dict[str, str]:
     return env
 
 
-def one_line(ran: object, code: int) -> str:
-    out_code, err = ran.code, ran.err  # type: ignore[attr-defined]
+def one_line(ran: Ran, code: int) -> str:
+    out_code, err = ran.code, ran.err
     assert out_code == code, (out_code, err)
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("chit: "), err

@@ -18,11 +18,12 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp_types import RequestParamsMeta
 
 from tests import peers
 from tests.daemon_support import chit, daemon_env
@@ -55,7 +56,8 @@ def test_host_without_tasks_gets_its_answer_from_chits_inbox(tmp_path: Path) -> 
                     result = await client.call_tool(
                         "confirm_delete",
                         {"filename": "x.txt"},
-                        meta={"io.github.chit/work": "wi_proxytest"},
+                        # an open TypedDict (extra_items): any key is allowed; mypy can't see it
+                        meta=cast(RequestParamsMeta, {"io.github.chit/work": "wi_proxytest"}),
                     )
                 return result
 

@@ -20,7 +20,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_types import ElicitResult
+from mcp.client import ClientRequestContext
+from mcp_types import ElicitRequestParams, ElicitResult
 
 from tests.daemon_support import chit, daemon_env
 from tests.proxy_support import PYTHON, demo_args, proxy_home, question_waits, show, wait_receipt
@@ -41,8 +42,10 @@ def test_the_prompts_setting_decides_who_answers(tmp_path: Path, setting: str) -
         release = threading.Event()
         seen: dict[str, Any] = {}
 
-        async def elicit(context: Any, request: Any) -> ElicitResult:
-            seen["message"] = request.message
+        async def elicit(
+            context: ClientRequestContext, params: ElicitRequestParams
+        ) -> ElicitResult:
+            seen["message"] = params.message
             asked.set()
             if setting == "both":
                 await anyio.sleep_forever()  # chit answers first; this question is withdrawn

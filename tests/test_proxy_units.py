@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
@@ -25,16 +26,16 @@ def _receipt(**update: object) -> Receipt:
         tool="slow_compute",
         args_digest="hmac-sha256:x",
         request_key="k",
-        protocol="2026-07-28",  # type: ignore[arg-type]
+        protocol="2026-07-28",
         accepted_at=NOW,
         status_at=NOW,
-        state="working",  # type: ignore[arg-type]
+        state="working",
     )
     return base.model_copy(update=update)
 
 
 def test_host_params_drop_the_hosts_envelope_and_progress_token() -> None:
-    params = {
+    params: dict[str, Any] = {
         "name": "t",
         "_meta": {
             PROTOCOL_VERSION_META_KEY: "2026-07-28",
@@ -51,8 +52,8 @@ def test_host_params_drop_the_hosts_envelope_and_progress_token() -> None:
 
 
 def test_undeclare_extension_never_changes_the_shared_stamp() -> None:
-    shared = {"extensions": {wire.EXTENSION_ID: {}}, "elicitation": {}}
-    params = {"_meta": {CLIENT_CAPABILITIES_META_KEY: shared}}
+    shared: dict[str, Any] = {"extensions": {wire.EXTENSION_ID: {}}, "elicitation": {}}
+    params: dict[str, Any] = {"_meta": {CLIENT_CAPABILITIES_META_KEY: shared}}
     assert pwire.declared_extension(params)
     pwire.undeclare_extension(params)
     assert not pwire.declared_extension(params)
@@ -174,7 +175,6 @@ def test_a_tool_that_cannot_be_a_task_is_listed_once_not_per_call() -> None:
     """A 2025 server's ``forbidden`` tool: its first call lists the tools, later calls
     do not (each listing was a round trip to the server on every call)."""
     from types import SimpleNamespace
-    from typing import Any
 
     import anyio
 

@@ -19,12 +19,11 @@ import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 from click.testing import CliRunner
 
-import chit.store.db as store_db
 from chit.cli.main import cli
 from chit.demo.server import build_demo_server
 from chit.home import Home
@@ -93,14 +92,14 @@ class Recorder:
 
 def _recording_connection(recorder: Recorder) -> type[sqlite3.Connection]:
     class RecordingCursor(sqlite3.Cursor):
-        def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        def execute(self, sql: str, parameters: Any = (), /) -> Self:
             recorder.add(self.connection.path, sql, parameters)  # type: ignore[attr-defined]
             return super().execute(sql, parameters)
 
     class RecordingConnection(sqlite3.Connection):
         path: Path
 
-        def cursor(self, factory: Any = RecordingCursor) -> Any:  # type: ignore[override]
+        def cursor(self, factory: Any = RecordingCursor) -> Any:
             return super().cursor(factory)
 
         def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
@@ -128,7 +127,7 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
         conn.path = _file_of(database)  # type: ignore[attr-defined]
         return conn
 
-    monkeypatch.setattr(store_db.sqlite3, "connect", connect)
+    monkeypatch.setattr("chit.store.db.sqlite3.connect", connect)
     yield rec
 
 

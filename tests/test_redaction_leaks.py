@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from chit.receipts import LifecycleState, Receipt, RetrievalCondition
 from chit.redaction import REGISTRY
 from chit.runtime import Supervisor
-from chit.tasks.client import InProcessServer
+from chit.tasks.client import InProcessServer, Mode
 from tests.engine_support import fast_options, supervisor
 from tests.fakes.leaky_server import build
 from tests.leak_scenario import captured_logs, cli_outputs, files, tui_text
@@ -73,7 +73,7 @@ async def _drive(sup: Supervisor, arguments: dict[str, Any]) -> tuple[list[str],
     return [r.receipt_id, gone.receipt_id, cancelled.receipt_id], handles
 
 
-def _scenario(mode: str, arguments: dict[str, Any]) -> tuple[dict[str, bytes], list[str]]:
+def _scenario(mode: Mode, arguments: dict[str, Any]) -> tuple[dict[str, bytes], list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="chit-leak-"))
     home = tmp / "home"
     artifacts: dict[str, bytes] = {}
@@ -120,7 +120,7 @@ def _scenario(mode: str, arguments: dict[str, Any]) -> tuple[dict[str, bytes], l
         "not_found": "Task {H} not found",
     },
 )
-def test_no_handle_in_any_byte(mode: str, spelling: str, cut: int, where: dict[str, str]) -> None:
+def test_no_handle_in_any_byte(mode: Mode, spelling: str, cut: int, where: dict[str, str]) -> None:
     arguments = {"spelling": spelling, "cut": cut, **where}
     artifacts, handles = _scenario(mode, arguments)
     found = {name: leaks(blob, handles) for name, blob in artifacts.items()}

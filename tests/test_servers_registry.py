@@ -85,7 +85,7 @@ def test_failed_write_leaves_old_config(
     def broken_fsync(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(toml_io.os, "fsync", broken_fsync)
+    monkeypatch.setattr("chit.servers.toml_io.os.fsync", broken_fsync)
     with pytest.raises(ConfigError, match="No space left"):
         registry.add(http())
     assert registry.path.read_bytes() == before
@@ -101,7 +101,7 @@ def test_failed_rename_leaves_old_config(
     def broken_replace(src: Any, dst: Any) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(toml_io.os, "replace", broken_replace)
+    monkeypatch.setattr("chit.servers.toml_io.os.replace", broken_replace)
     with pytest.raises(ConfigError):
         registry.remove("fs")
     assert registry.path.read_bytes() == before
@@ -211,9 +211,9 @@ def test_invalid_names_rejected() -> None:
             stdio(bad)
 
 
-_keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+_keys = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=8)
 _scalars = (
-    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
     | st.integers(-(2**63), 2**63 - 1)
     | st.booleans()
     | st.floats(allow_nan=False)

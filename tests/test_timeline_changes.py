@@ -102,7 +102,8 @@ def test_news_always_gets_its_own_row(tmp_path: Path, frozen: None) -> None:
     down = RetrievalFailed(condition=RetrievalCondition.UNREACHABLE, message="connection refused")
     with Store.open(home) as store:
         writer = ReceiptWriter(store)
-        for event in [_poll(), down, down, down, _poll(), _poll()]:
+        events: list[Event] = [_poll(), down, down, down, _poll(), _poll()]
+        for event in events:
             clock.advance(1)
             writer.apply(rid, [event])
         timeline = store.observations.timeline(rid)

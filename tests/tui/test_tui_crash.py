@@ -81,7 +81,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def test_a_crash_of_the_demo_exits_1_names_the_log_and_keeps_the_home(tmp_path: Path) -> None:
     code, err = _run_in_a_terminal(["demo"], _env(tmp_path))
-    assert code == ExitCode.INTERNAL == 1, err
+    assert code == ExitCode.INTERNAL and ExitCode.INTERNAL.value == 1, err
     assert "in-memory key store" in err  # the TUI was up (its banner) before it crashed
     kept = re.search(r"demo home kept at (\S+)", err)
     assert kept is not None, err
