@@ -12,7 +12,7 @@ stderr: hosts keep a server's stderr in their logs, and some show it as an error
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -80,10 +80,9 @@ def proxy(ctx: click.Context, server: str, http: str | None) -> None:
             # A proxy without its daemon cannot serve: it exits, and the host starts a
             # new one (which starts a new daemon) instead of every request failing.
             async with (
-                RemoteBackend.open(home, client="proxy") as opened,
+                RemoteBackend.open(home, client="proxy") as remote,
                 anyio.create_task_group() as tg,
             ):
-                remote = cast(RemoteBackend, opened)
                 tg.start_soon(remote.until_lost)
                 await serve(remote)
                 tg.cancel_scope.cancel()
