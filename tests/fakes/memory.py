@@ -19,7 +19,7 @@ from mcp_types.jsonrpc import JSONRPCRequest, jsonrpc_message_adapter
 Responder = Callable[[str, dict[str, Any]], dict[str, Any] | None]
 """(method, params) → the JSON-RPC ``result`` object (or ``{"error": ...}``); None = silence."""
 
-TASKS_2025 = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASKS_2025: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
 def _handshake(method: str, generation: str) -> dict[str, Any] | None:

@@ -97,7 +97,10 @@ def _obs(
 
 def receipts() -> list[Receipt]:
     """The seeded receipts, one per interesting situation."""
-    ago = lambda s: NOW - timedelta(seconds=s)  # noqa: E731
+
+    def ago(s: float) -> datetime:
+        return NOW - timedelta(seconds=s)
+
     return [
         _receipt(
             1,

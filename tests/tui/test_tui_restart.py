@@ -39,7 +39,8 @@ from chit.tui.screens.new_call import NewCallScreen
 from chit.tui.view import Row, Snapshot
 from tests.daemon_support import alive, chit, daemon_env, daemon_home, daemon_pid
 from tests.engine_support import write_config
-from tests.interop_support import free_port, http_server
+from tests.interop_support import http_server
+from tests.proc_support import free_port
 from tests.proxy_support import demo_args
 from tests.tui.helpers import screen_text, select, settle, until
 
