@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chit.tasks.client import (
+    Mode,
     StdioServer,
     TaskClient,
     TaskError,
@@ -174,7 +175,7 @@ async def _get_through(reply: dict[str, Any], generation: str) -> TaskSnapshot |
             async def __aexit__(self, *exc: object) -> None:
                 return None
 
-        mode = "auto" if generation == "2026" else "legacy"
+        mode: Mode = "auto" if generation == "2026" else "legacy"
         # The peer always answers: a timeout here would be load, not the reply's fault.
         async with TaskClient(
             TransportServer(_Transport()), mode=mode, read_timeout=REPLY_TIMEOUT

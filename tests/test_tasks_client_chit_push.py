@@ -20,6 +20,7 @@ from chit.tasks.client import (
     HttpServer,
     IncompatibleError,
     InProcessServer,
+    Mode,
     TaskClient,
     TaskHandle,
     TransientError,
@@ -27,7 +28,8 @@ from chit.tasks.client import (
     modern,
 )
 from tests.fakes.dropping import DroppingTransport
-from tests.interop_support import free_port, wait_listening
+from tests.interop_support import wait_listening
+from tests.proc_support import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 CHIT = str(Path(sys.executable).with_name("chit"))
@@ -50,7 +52,7 @@ class Hints:
 async def test_status_hints(gen: str, tmp_path: Path) -> None:
     hints = Hints()
     spec = InProcessServer(build_demo_server(tmp_path / "t.db"))
-    mode = "legacy" if gen == "2025" else "2026"
+    mode: Mode = "legacy" if gen == "2025" else "2026"
     async with TaskClient(spec, mode=mode, read_timeout=10, on_hint=hints) as tc:
         handle = await tc.start("slow_compute", {"seconds": 0.5}, request_key="h")
         assert isinstance(handle, TaskHandle)
@@ -70,7 +72,7 @@ async def test_request_key_retry_after_dropped_reply(gen: str, tmp_path: Path) -
         command=CHIT, args=["demo-server", "--db", str(tmp_path / "t.db")]
     )
     dropper = DroppingTransport(stdio_client(params))
-    mode = "legacy" if gen == "2025" else "2026"
+    mode: Mode = "legacy" if gen == "2025" else "2026"
     request_key = uuid.uuid4().hex
     async with TaskClient(TransportServer(dropper), mode=mode, read_timeout=20) as tc:
         tc.read_timeout = 2  # the create waits this long for its (dropped) reply
@@ -145,7 +147,7 @@ async def test_mcp_name_header_on_tasks_methods(
     gen: str, recorded_http: tuple[str, HeaderRecorder]
 ) -> None:
     url, recorder = recorded_http
-    mode = "legacy" if gen == "2025" else "2026"
+    mode: Mode = "legacy" if gen == "2025" else "2026"
     async with TaskClient(HttpServer(url), mode=mode, read_timeout=10) as tc:
         handle = await tc.start("slow_compute", {"seconds": 0.1}, request_key="n")
         assert isinstance(handle, TaskHandle)

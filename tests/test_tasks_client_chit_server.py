@@ -22,6 +22,7 @@ from chit.tasks.client import (
     HttpServer,
     InProcessServer,
     LostError,
+    Mode,
     ServerSpec,
     StdioServer,
     SyncReason,
@@ -29,7 +30,8 @@ from chit.tasks.client import (
     TaskClient,
     TaskHandle,
 )
-from tests.interop_support import free_port, http_server
+from tests.interop_support import http_server
+from tests.proc_support import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 CHIT = str(Path(sys.executable).with_name("chit"))
@@ -85,7 +87,7 @@ async def tc(
     transport: str, gen: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[TaskClient]:
     spec = spec_for(transport, tmp_path, request)
-    mode = "legacy" if gen == "2025" else "2026"
+    mode: Mode = "legacy" if gen == "2025" else "2026"
     async with TaskClient(spec, mode=mode, read_timeout=10, result_timeout=30) as client:
         assert client.generation == ("2025-11-25" if gen == "2025" else "2026-07-28")
         yield client

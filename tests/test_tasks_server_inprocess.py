@@ -141,8 +141,9 @@ async def test_2025_capability_support_and_result(server: Any) -> None:
         tasks_cap = client.server_capabilities.tasks
         assert tasks_cap is not None and tasks_cap.requests is not None
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert tools["failing_job"].execution.task_support == "required"
-        assert tools["slow_compute"].execution.task_support == "optional"
+        failing, slow = tools["failing_job"].execution, tools["slow_compute"].execution
+        assert failing is not None and failing.task_support == "required"
+        assert slow is not None and slow.task_support == "optional"
         assert tools["greet"].execution is None
         created = await create(client, "2025", "slow_compute", {"seconds": 0.2, "label": "y"})
         assert (
