@@ -155,7 +155,7 @@ def test_target_deleted_dead_then_new_id(home, sc) -> None:  # type: ignore[no-u
     gone = sc.intent(note.intent_id or "")
     assert gone is not None and gone.state == "failed" and gone.failure_class == "permanent"
     assert gone.error == "target deleted: start a new record"
-    assert sc.anchor(start.item_id).state == "dead"  # type: ignore[union-attr]
+    assert sc.anchor(start.item_id).state == "dead"
     later = sc.enqueue("local", start.item_id, "note", {"text": "after"})
     assert later.state == "dead" and later.reason == "target deleted: start a new record"
     fresh = sc.open_work("local", "t", "T again")
@@ -170,7 +170,7 @@ def test_deleted_item_detected_at_start_with_presence(home, sc) -> None:  # type
         lib.work.delete(start.item_id)
         fresh = sc.open_work("local", "t", "T", presence=lambda i: lib.work.presence(i).value)
     assert fresh.item_id != start.item_id
-    assert sc.anchor(start.item_id).state == "dead"  # type: ignore[union-attr]
+    assert sc.anchor(start.item_id).state == "dead"
 
 
 def test_repair_provisional_whose_item_exists(home, sc) -> None:  # type: ignore[no-untyped-def]
@@ -181,7 +181,7 @@ def test_repair_provisional_whose_item_exists(home, sc) -> None:  # type: ignore
     ex.run_once()
     intent = sc.intents_of(start.item_id)[0]
     assert intent.state == "applied" and intent.failure_class == "applied"
-    assert sc.anchor(start.item_id).state == "live"  # type: ignore[union-attr]
+    assert sc.anchor(start.item_id).state == "live"
     with Store.open(home) as lib:
         assert len(lib.work.find_by_task_key("t")) == 1
 
@@ -193,7 +193,7 @@ def test_repair_orphaned_provisional_without_start_intent(home, sc) -> None:  # 
     raw_write(sc, "UPDATE intents SET state = 'applied' WHERE item_id = ?", [start.item_id])
     ex, _ = executor(home)
     ex.run_once()
-    assert sc.anchor(start.item_id).state == "live"  # type: ignore[union-attr]
+    assert sc.anchor(start.item_id).state == "live"
     assert sc.open_work("local", "t", "T").item_id == start.item_id  # task key unlocked
 
 

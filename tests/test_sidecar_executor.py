@@ -155,7 +155,7 @@ def test_other_account_blocks_until_user_acts(home, sc) -> None:  # type: ignore
     ex.run_once()
     row = sc.intent(note.intent_id or "")
     assert row is not None and row.state == "blocked" and row.failure_class == "blocked"
-    assert sc.intent(later.intent_id or "").state == "pending"  # type: ignore[union-attr]
+    assert sc.intent(later.intent_id or "").state == "pending"
     with Store.open(home) as lib:
         lib.work.set_owner(item, None)
     assert unblock(sc, None, note.intent_id or "")
@@ -188,4 +188,4 @@ def test_sweep_marks_deleted_live_anchor_dead(home, sc) -> None:  # type: ignore
     with Store.open(home) as lib:
         lib.work.delete(item, hard=True)
     assert ex.sweep_deleted() == 1
-    assert sc.anchor(item).state == "dead"  # type: ignore[union-attr]
+    assert sc.anchor(item).state == "dead"

@@ -78,8 +78,8 @@ async def test_receipts_are_private_to_their_principal(tmp_path: Path, monkeypat
 
 
 async def test_a_receipt_started_through_chit_proxy_is_read_by_its_agent(
-    tmp_path: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The local principal, or the owner of the work item the host's call named, reads a
     proxy receipt (status, result); nobody cancels it from here; others see 'unknown'."""
     gateway = FakeGateway()
