@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import sqlite_utils
 from mcp.client import Client
 
 from chit.home import Home
@@ -16,7 +17,8 @@ from chit.sidecar.anchors import SidecarStore
 from chit.sidecar.executor import Executor
 from chit.sidecar.owner import StaticOwnerResolver
 from chit.vault import KeyStoreUnavailable, MemoryKeyStore
-from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-exported
+from tests.proc_support import start_chit_http
+from tests.proc_support import stop as stop  # re-exported for the tests that spawn servers
 
 PYTHON = sys.executable
 OWNER = "acct-test"
@@ -138,6 +140,16 @@ def start_http(home: Home, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     )
 
 
+def sqlite_db(sc: SidecarStore) -> sqlite_utils.Database:
+    """The store's SQLite database, for raw SQL checks.
+
+    The tests that call this open their stores on files, never on PostgreSQL URLs, so the
+    narrowing holds; the assert says so where the type (``SidecarDb``) cannot.
+    """
+    assert isinstance(sc.db, sqlite_utils.Database), "a SQLite store was expected"
+    return sc.db
+
+
 def check_crash_invariants(db_path: Path, acked: dict[tuple[str, str], str]) -> None:
     """After a crash: the store is sound and every acknowledged start survived, alone.
 
@@ -148,7 +160,7 @@ def check_crash_invariants(db_path: Path, acked: dict[tuple[str, str], str]) -> 
     """
     with SidecarStore.open(db_path) as sc:
         assert sc.quick_check() == ["ok"]
-        db = sc.db
+        db = sqlite_db(sc)
         rows = db.execute(
             "SELECT i.principal, i.idempotency_key, i.item_id, a.item_id FROM intents i"
             " LEFT JOIN anchors a ON a.item_id = i.item_id WHERE i.kind = 'start'"

@@ -28,7 +28,7 @@ import pytest
 
 from chit.home import Home
 from chit.sidecar.anchors import SidecarStore
-from tests.sidecar_support import check_crash_invariants, make_home, spawn_stdio
+from tests.sidecar_support import check_crash_invariants, make_home, spawn_stdio, sqlite_db
 
 ROUNDS = int(os.environ.get("CHIT_CRASH_ROUNDS", "50" if os.environ.get("CHIT_NIGHTLY") else "15"))
 IN_FLIGHT = 4
@@ -114,9 +114,9 @@ def _retry(sc: Sidecar, keys: list[str], db_path: Path) -> dict[str, str]:
     with SidecarStore.open(db_path) as store:
         before = {
             k: i
-            for k, i in store.db.execute(
-                "SELECT idempotency_key, item_id FROM intents WHERE kind = 'start'"
-            ).fetchall()
+            for k, i in sqlite_db(store)
+            .execute("SELECT idempotency_key, item_id FROM intents WHERE kind = 'start'")
+            .fetchall()
         }
     ids = {sc.start(key): key for key in keys}
     got: dict[str, str] = {}
@@ -191,7 +191,9 @@ def test_sigkill_sidecar_process_during_work_start(tmp_path: Path) -> None:
             spare.kill()
     elapsed = time.monotonic() - began
     with SidecarStore.open(db_path) as store:
-        starts = store.db.execute("SELECT count(*) FROM intents WHERE kind = 'start'").fetchone()
+        starts = (
+            sqlite_db(store).execute("SELECT count(*) FROM intents WHERE kind = 'start'").fetchone()
+        )
     # Every start the store holds was acknowledged (directly or by its retry): nothing extra.
     assert int(starts[0]) == len(acked)
     assert len(acked) > ROUNDS * IN_FLIGHT and retried > 0

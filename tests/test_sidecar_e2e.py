@@ -27,7 +27,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from chit.home import Home
 from chit.tasks.client import HttpServer, ServerSpec, StdioServer
 from tests.engine_support import write_config
-from tests.interop_support import free_port, http_server
+from tests.interop_support import http_server
+from tests.proc_support import free_port
 from tests.sidecar_support import PYTHON, call, env_for, make_home, raw_text, start_http, stop
 from tests.tasks_server_support import create, make_client, poll
 

@@ -17,7 +17,7 @@ from chit.sidecar.executor import Executor
 from chit.sidecar.owner import VaultOwnerResolver
 from chit.store import Store
 from chit.vault import FileKeyStore
-from tests.sidecar_support import PYTHON, env_for, make_home, stop, store
+from tests.sidecar_support import PYTHON, env_for, make_home, sqlite_db, stop, store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -72,9 +72,13 @@ async def test_supervisor_applies_intents_from_run(tmp_path: Path) -> None:
 
 def _open_intents(home: Home) -> int:
     with store(home) as sc:
-        row = sc.db.execute(
-            "SELECT count(*) FROM intents WHERE state IN ('pending', 'retrying', 'blocked')"
-        ).fetchone()
+        row = (
+            sqlite_db(sc)
+            .execute(
+                "SELECT count(*) FROM intents WHERE state IN ('pending', 'retrying', 'blocked')"
+            )
+            .fetchone()
+        )
     return int(row[0])
 
 
@@ -120,10 +124,14 @@ async def test_sidecar_process_and_supervisor_apply_each_intent_once(tmp_path: P
             stop_event.set()
     total = len(items) * (NOTES + 2)
     with store(home) as sc:
-        states = dict(sc.db.execute("SELECT state, count(*) FROM intents GROUP BY 1").fetchall())
-        replays = sc.db.execute(
-            "SELECT count(*) FROM intents WHERE failure_class IS NOT NULL"
-        ).fetchone()[0]
+        states = dict(
+            sqlite_db(sc).execute("SELECT state, count(*) FROM intents GROUP BY 1").fetchall()
+        )
+        replays = (
+            sqlite_db(sc)
+            .execute("SELECT count(*) FROM intents WHERE failure_class IS NOT NULL")
+            .fetchone()[0]
+        )
     assert states == {"applied": total} and replays == 0
     with Store.open(home) as library:
         for item in items:

@@ -10,11 +10,12 @@ import anyio
 import pytest
 from mcp.client import Client
 
+from chit.home import Home
 from chit.sidecar import decisions
 from chit.sidecar.contract import CONTRACT, MAX_CALL_BYTES
 from chit.sidecar.server import build_sidecar_server
 from chit.store import Store
-from tests.sidecar_support import call, executor, make_home, raw_text, store
+from tests.sidecar_support import call, executor, make_home, raw_text, sqlite_db, store
 from tests.tasks_server_support import create, make_client, poll
 
 pytestmark = pytest.mark.anyio
@@ -38,10 +39,11 @@ def server(home):  # type: ignore[no-untyped-def]
     return srv
 
 
-def _rows(home) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+def _rows(home: Home) -> tuple[int, int]:
     with store(home) as s:
-        a = s.db.execute("SELECT count(*) FROM anchors").fetchone()[0]
-        i = s.db.execute("SELECT count(*) FROM intents").fetchone()[0]
+        db = sqlite_db(s)
+        a = db.execute("SELECT count(*) FROM anchors").fetchone()[0]
+        i = db.execute("SELECT count(*) FROM intents").fetchone()[0]
     return int(a), int(i)
 
 

@@ -33,6 +33,7 @@ from chit.store import AlreadyExists, Store
 from chit.store.db import connect, immediate
 from chit.store.migrations import SCHEMA_VERSION, migrations
 from chit.store.receipt_repo import ReceiptRepository, dump_doc
+from tests.sidecar_support import sqlite_db
 from tests.store_support import T0, make_intent, make_obs, make_receipt
 
 BLOB = b"\x01" + bytes(8) + bytes(12) + b"c" * 24
@@ -250,7 +251,8 @@ def test_sidecar_migration_keeps_anchors_and_intents(tmp_path: Path) -> None:
     db.close()
 
     with SidecarStore.open(path) as side:
-        conn = side.db.conn
+        side_db = sqlite_db(side)
+        conn = side_db.conn
         assert conn.execute("PRAGMA user_version").fetchone()[0] == sidecar_db.SCHEMA_VERSION
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         anchor = side.anchor("wi_old")
@@ -259,14 +261,14 @@ def test_sidecar_migration_keeps_anchors_and_intents(tmp_path: Path) -> None:
         # Replays by key still find the old intent; a follow-up continues the sequence.
         out = side.enqueue("local", "wi_old", "note", {"text": "x"}, idempotency_key="k2")
         assert [i.seq for i in side.intents_of("wi_old")][-1] == 4 and out.intent_id
-        with immediate(side.db), pytest.raises(sqlite3.IntegrityError):  # keys stay unique
+        with immediate(side_db), pytest.raises(sqlite3.IntegrityError):  # keys stay unique
             conn.execute(
                 "INSERT INTO intents (id, item_id, principal, kind, payload, idempotency_key,"
                 " request_hash, seq, state, max_attempts, next_attempt_at, created_at,"
                 " updated_at) VALUES ('in_x', 'wi_old', 'local', 'note', '{}', 'k1', 'h', 9,"
                 " 'pending', 8, 'a', 'a', 'a')"
             )
-        with immediate(side.db), pytest.raises(sqlite3.IntegrityError):  # FK enforced
+        with immediate(side_db), pytest.raises(sqlite3.IntegrityError):  # FK enforced
             conn.execute(
                 "INSERT INTO intents (id, item_id, principal, kind, payload, request_hash,"
                 " seq, state, max_attempts, next_attempt_at, created_at, updated_at) VALUES"
