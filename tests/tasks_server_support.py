@@ -18,11 +18,13 @@ from typing import Any
 import anyio
 from mcp.client import Client
 from mcp.client.extension import ClientExtension, NotificationBinding, advertise
+from mcp.shared.dispatcher import CallOptions
 from mcp_types import NotificationParams
 from pydantic import ConfigDict
 
 from chit.tasks.wire import EXTENSION_ID, TERMINAL_STATUSES
-from tests.proc_support import start_chit_http, stop  # noqa: F401 - stop is re-exported
+from tests.proc_support import start_chit_http
+from tests.proc_support import stop as stop  # re-exported for the tests that spawn servers
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv").exists() else sys.executable
@@ -48,15 +50,12 @@ async def raw(
     """Send a request through the session's raw dispatcher and return the result dict."""
     session = client.session
     data: dict[str, Any] = {"method": method, "params": dict(params)}
-    opts: dict[str, Any] = {}
-    session._stamp(data, opts)  # type: ignore[attr-defined]
+    opts: CallOptions = {}
+    session._stamp(data, opts)
     if method in NAME_PARAM_METHODS:
         opts.setdefault("headers", {})["mcp-name"] = params["taskId"]
     opts["timeout"] = timeout
-    result: dict[str, Any] = await session._dispatcher.send_raw_request(
-        method, data["params"], opts
-    )  # type: ignore[attr-defined]
-    return result
+    return await session._dispatcher.send_raw_request(method, data["params"], opts)
 
 
 async def create(
