@@ -10,6 +10,9 @@
   sends SIGINT to a ``chit`` waited for an exit that never came (ctrl-c tests failed
   only in CI). The suite puts Python's usual handler back; ``exec`` turns a handled
   signal into the default in each child, which then installs its own.
+* Hypothesis keeps no example database in CI (a fresh clone has none to replay, and
+  runs stay reproducible); elsewhere each pytest-xdist worker has its own
+  (``.hypothesis/examples-gw0`` …), so workers never write one directory at once.
 * No test may leave a process behind (a daemon, a server): after each test, and after
   the session, whatever still runs and refers to its temporary directory is reported as
   a failure and stopped.
@@ -22,12 +25,25 @@ import signal
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
-from tests.pg_support import pg_server, pg_url
+from tests.pg_support import IN_CI, pg_server, pg_url
 
 __all__ = ["pg_server", "pg_url"]
 
 os.environ["CHIT_NO_DAEMON"] = "1"
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+settings.register_profile(
+    "chit",
+    database=None
+    if IN_CI
+    else DirectoryBasedExampleDatabase(
+        f".hypothesis/examples-{_WORKER}" if _WORKER else ".hypothesis/examples"
+    ),
+)
+settings.load_profile("chit")
 
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -8,6 +8,7 @@ does) or lazily on first use from a test fixture. Versions are pinned: the notes
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -78,6 +79,18 @@ def ensure(peer: Peer) -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise PeerUnavailable("npm is not on the PATH (install Node.js and npm)")
+    # pytest-xdist workers may reach a missing peer at the same moment: one installs it,
+    # the others wait for that install and then find it there (two ``npm install`` runs
+    # into one prefix corrupt each other's ``node_modules``).
+    TOOLS.mkdir(parents=True, exist_ok=True)
+    with open(TOOLS / ".install.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if peer.installed():
+            return peer.prefix
+        return _install(npm, peer)
+
+
+def _install(npm: str, peer: Peer) -> Path:
     peer.prefix.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [npm, "install", "--prefix", str(peer.prefix), "--no-audit", "--no-fund", peer.spec],

@@ -115,6 +115,51 @@ def _run_as() -> str | None:
     return None
 
 
+OWNER = "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_orphans(bindir: Path) -> None:
+    """Stop and delete throwaway clusters whose creating process no longer runs.
+
+    Only directories this module made (``chit-pg-*`` holding an ``owner.pid``) whose
+    owner is dead: a run beside this one (another engineer's, another worker's) keeps
+    its cluster.
+    """
+    for root in Path(tempfile.gettempdir()).glob("chit-pg-*"):
+        try:
+            pid = int((root / OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        try:
+            user: str | None = pwd.getpwuid(root.stat().st_uid).pw_name
+        except (KeyError, OSError):
+            continue
+        if user == pwd.getpwuid(os.geteuid()).pw_name:
+            user = None
+        subprocess.run(
+            [str(bindir / "pg_ctl"), "-D", str(root / "data"), "-m", "immediate", "-w", "stop"],
+            user=user,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            timeout=60,
+            check=False,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def new_cluster(*, durable: bool = False) -> Cluster:
     """Create and start a throwaway cluster (skip, or fail in CI, when impossible).
 
@@ -129,8 +174,12 @@ def new_cluster(*, durable: bool = False) -> Cluster:
     if bindir is None:
         _unavailable("initdb not found (apt-get install postgresql)")
         raise AssertionError("unreachable")
+    _remove_orphans(bindir)
     user = _run_as()
     root = Path(tempfile.mkdtemp(prefix="chit-pg-"))
+    # Who started it: a worker killed by a timeout never runs its session finalizer, and
+    # the next run stops a cluster whose owner is gone (see _remove_orphans).
+    (root / OWNER).write_text(str(os.getpid()))
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(root, entry.pw_uid, entry.pw_gid)

@@ -2,21 +2,71 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# Under pytest-xdist each worker hands out ports from its own block, below the kernel's
+# ephemeral range (32768-60999 on Linux): a port the kernel picked for ``bind(0)`` is free
+# again once we close it, so in the second or more before the server we start binds it,
+# another worker's ``bind(0)`` or any outgoing connection's source port could take it
+# (the server then fails "address in use", or a client reaches the wrong server). Blocks
+# are disjoint between the workers of one run; the run's id moves them, so two runs side
+# by side on one machine rarely share a block, and each candidate is still bind-checked.
+_BLOCK = 256
+_FIRST, _LAST = 16384, 32768
+_handed: list[int] = []
+
+
+def _worker_block() -> range | None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return None
+    blocks = (_LAST - _FIRST) // _BLOCK
+    run = zlib.crc32(os.environ.get("PYTEST_XDIST_TESTRUNUID", "").encode())
+    index = (run + int(worker[2:])) % blocks
+    start = _FIRST + index * _BLOCK
+    return range(start, start + _BLOCK)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
 
 def free_port() -> int:
-    """Return a TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """Return a TCP port that was free a moment ago on 127.0.0.1.
+
+    Alone, the kernel picks one (``bind(0)``). In an xdist worker, the next bindable port
+    of the worker's own block (see ``_BLOCK``), never one handed out recently: another
+    worker, or an outgoing connection, cannot take it before the caller binds it.
+    """
+    block = _worker_block()
+    if block is None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+            return port
+    start = (_handed[-1] + 1 - block.start) % len(block) if _handed else 0
+    for step in range(len(block)):
+        port = block.start + (start + step) % len(block)
+        if port not in _handed and _bindable(port):
+            _handed.append(port)
+            # Cycle through the whole block before a port comes back (a restarted
+            # server's port stays with the test that asked for it).
+            del _handed[: -(len(block) // 2)]
+            return port
+    raise RuntimeError(f"no free port in {block.start}-{block.stop - 1} (this worker's block)")
 
 
 def start_chit_http(

@@ -10,6 +10,7 @@ handle must not occur in ``chit.db``, its ``-wal``, the logs, ``chit export``, `
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,16 @@ async def _drive(sup: Supervisor, arguments: dict[str, Any]) -> tuple[list[str],
 
 def _scenario(mode: Mode, arguments: dict[str, Any]) -> tuple[dict[str, bytes], list[str]]:
     tmp = Path(tempfile.mkdtemp(prefix="chit-leak-"))
+    try:
+        return _scenario_in(tmp, mode, arguments)
+    finally:
+        # One directory per example (hundreds per run): never left in /tmp.
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _scenario_in(
+    tmp: Path, mode: Mode, arguments: dict[str, Any]
+) -> tuple[dict[str, bytes], list[str]]:
     home = tmp / "home"
     artifacts: dict[str, bytes] = {}
 

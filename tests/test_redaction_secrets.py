@@ -9,6 +9,7 @@ occur in ``chit.db``, its ``-wal``, the logs, ``export``, ``show`` or the TUI's 
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -76,7 +77,15 @@ def _register(home: Path, spec: ServerSpec) -> None:
 
 
 def _scenario(spec: ServerSpec, arguments: dict[str, Any]) -> dict[str, bytes]:
-    home = Path(tempfile.mkdtemp(prefix="chit-secret-")) / "home"
+    root = Path(tempfile.mkdtemp(prefix="chit-secret-"))
+    try:
+        return _scenario_in(root / "home", spec, arguments)
+    finally:
+        # One directory per example (hundreds per run): never left in /tmp.
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _scenario_in(home: Path, spec: ServerSpec, arguments: dict[str, Any]) -> dict[str, bytes]:
     _register(home, spec)
     artifacts: dict[str, bytes] = {}
 
