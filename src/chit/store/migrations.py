@@ -21,6 +21,7 @@ from sqlite_utils.migrations import Migrations
 from chit.store.db import fetch_all, fetch_one, immediate, translated
 from chit.store.errors import StoreCorrupt, StoreTooNew
 from chit.store.schema_v9 import REQUEST_KEY_IS_ID
+from chit.store.schema_v10 import CHANGE_IS_ROWID
 
 MIGRATION_SET = "chit.store"
 
@@ -278,6 +279,14 @@ def m0009_request_key_is_id(db: sqlite_utils.Database) -> None:
     for statement in REQUEST_KEY_IS_ID:
         db.execute(statement)
     db.execute("PRAGMA user_version=9")
+
+
+@migrations(name="0010_change_is_rowid")
+def m0010_change_is_rowid(db: sqlite_utils.Database) -> None:
+    """Rebuild ``receipts`` with its change number as rowid (no ``receipts_by_change``)."""
+    for statement in CHANGE_IS_ROWID:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=10")
 
 
 KNOWN = [m.name for m in migrations._migrations]

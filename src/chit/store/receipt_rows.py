@@ -20,8 +20,9 @@ _COLUMNS = (
     " cancel_posture, accepted_at, status_at, next_check_at, expires_at, request_key,"
     " handle_blob, handle_fp, version, doc"
 )
-# Every write takes the next change number (see migration 0007): one index seek for the
-# max, under the write lock, so numbers grow in commit order.
+# Every write takes the next change number (see migration 0007): one seek for the max,
+# under the write lock, so numbers grow in commit order. The number is the table's rowid
+# (0010): an update that takes one moves its row to the end of the table.
 _NEXT_CHANGE = "(SELECT coalesce(max(change_seq), 0) + 1 FROM receipts)"
 INSERT = (
     f"INSERT INTO receipts ({_COLUMNS}, change_seq) VALUES (:receipt_id, :server, :tool,"

@@ -1,8 +1,9 @@
 """The reconciler's and the change feed's ranges over receipts.
 
-What is due, what is live, what changed since a cursor: each range on its partial or
-ordered index (``receipts_live``, ``receipts_unretrieved``, ``receipts_by_change``), so a
-scan reads what it returns. A mixin of :class:`~chit.store.receipt_repo.ReceiptRepository`.
+What is due, what is live, what changed since a cursor: each range on its partial index
+(``receipts_live``, ``receipts_unretrieved``) or on the table's rowid, which is the change
+number (0010), so a scan reads what it returns. A mixin of
+:class:`~chit.store.receipt_repo.ReceiptRepository`.
 """
 
 from __future__ import annotations
