@@ -31,6 +31,7 @@ from chit.store.receipt_rows import (
     UPDATE,
     check_handle,
     dump_doc,
+    insert_params,
     raise_duplicate,
     row_params,
 )
@@ -110,10 +111,7 @@ class ReceiptRepository(ReceiptPages, ReceiptSchedule):
         return receipt
 
     def _insert_row(self, receipt: Receipt, blob: bytes | None, fp: str | None) -> None:
-        params = row_params(receipt)
-        params["handle_blob"] = bytes(blob) if blob is not None else None
-        params["handle_fp"] = fp
-        write(self._db, INSERT, params)
+        write(self._db, INSERT, insert_params(receipt, blob, fp))
 
     def update(
         self,

@@ -24,11 +24,12 @@ _COLUMNS = (
 # under the write lock, so numbers grow in commit order. The number is the table's rowid
 # (0010): an update that takes one moves its row to the end of the table.
 _NEXT_CHANGE = "(SELECT coalesce(max(change_seq), 0) + 1 FROM receipts)"
+# An insert leaves the change number to SQLite: the rowid it picks is the largest plus
+# one, as ``_NEXT_CHANGE`` would be. Positional parameters, in ``insert_params``' order:
+# binding twenty names costs more than building the tuple.
 INSERT = (
-    f"INSERT INTO receipts ({_COLUMNS}, change_seq) VALUES (:receipt_id, :server, :tool,"
-    " :purpose, :work_ref, :state, :active, :retrieval, :acceptance, :cancel_posture,"
-    " :accepted_at, :status_at, :next_check_at, :expires_at, :request_key, :handle_blob,"
-    f" :handle_fp, :version, :doc, {_NEXT_CHANGE})"
+    f"INSERT INTO receipts ({_COLUMNS}) VALUES"
+    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 UPDATE = (
     "UPDATE receipts SET server = :server, tool = :tool, purpose = :purpose,"
@@ -89,6 +90,33 @@ def row_params(receipt: Receipt) -> dict[str, Any]:
         "version": receipt.version,
         "doc": dump_doc(receipt),
     }
+
+
+def insert_params(receipt: Receipt, blob: bytes | None, fp: str | None) -> tuple[object, ...]:
+    """A new receipt's row, in ``INSERT``'s column order."""
+    next_check = receipt.next_check_at
+    expires = receipt.expires_at
+    return (
+        receipt.receipt_id,
+        receipt.server,
+        receipt.tool,
+        receipt.purpose,
+        receipt.work_ref,
+        receipt.state,
+        0 if receipt.is_terminal else 1,
+        receipt.retrieval,
+        receipt.acceptance.state,
+        receipt.cancel.posture,
+        clock.iso(receipt.accepted_at),
+        clock.iso(receipt.status_at),
+        clock.iso(next_check) if next_check is not None else None,
+        clock.iso(expires) if expires is not None else None,
+        receipt.request_key,
+        bytes(blob) if blob is not None else None,
+        fp,
+        receipt.version,
+        _SERIALIZE(receipt, exclude_defaults=True).decode(),
+    )
 
 
 def check_handle(receipt: Receipt, handle_blob: bytes | None, handle_fp: str | None) -> None:
