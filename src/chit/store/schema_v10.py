@@ -18,6 +18,8 @@ Released statements: never edit them (add a migration instead).
 
 from __future__ import annotations
 
+from chit.store.schema_v9 import REQUEST_KEY_IS_ID
+
 CHANGE_IS_ROWID = [
     """CREATE TABLE receipts_v10 (
         receipt_id TEXT NOT NULL UNIQUE,
@@ -50,19 +52,6 @@ CHANGE_IS_ROWID = [
     " ORDER BY change_seq",
     "DROP TABLE receipts",  # its indexes and trigger go with it; recreated below
     "ALTER TABLE receipts_v10 RENAME TO receipts",
-    # The indexes of 0009 but receipts_by_change, as they were.
-    "CREATE INDEX receipts_by_state ON receipts(state, status_at, receipt_id, server)",
-    "CREATE INDEX receipts_by_work ON receipts(work_ref, status_at, receipt_id)"
-    " WHERE work_ref IS NOT NULL",
-    "CREATE INDEX receipts_live ON receipts(next_check_at) WHERE active = 1",
-    "CREATE INDEX receipts_unretrieved ON receipts(next_check_at)"
-    " WHERE active = 0 AND next_check_at IS NOT NULL",
-    "CREATE UNIQUE INDEX receipts_by_request_key ON receipts(request_key)"
-    " WHERE request_key <> receipt_id",
-    """CREATE TRIGGER receipts_request_key_unique BEFORE INSERT ON receipts
-       WHEN EXISTS (SELECT 1 FROM receipts
-                    WHERE request_key = NEW.request_key AND request_key <> receipt_id)
-         OR (NEW.request_key <> NEW.receipt_id AND EXISTS (SELECT 1 FROM receipts
-             WHERE receipt_id = NEW.request_key AND request_key = receipt_id))
-       BEGIN SELECT RAISE(ABORT, 'UNIQUE constraint failed: receipts.request_key'); END""",
+    # The indexes and trigger of 0009, as they were, but receipts_by_change.
+    *(s for s in REQUEST_KEY_IS_ID[4:] if "receipts_by_change" not in s),
 ]
