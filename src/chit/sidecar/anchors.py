@@ -266,9 +266,11 @@ class SidecarStore:
             # A new item: its anchor and start intent (seq 1, nothing queued before it),
             # written from what is known here — no model objects, no read-back, one clock
             # reading: openWork's Python was as much CPU as its SQL (docs/performance.md).
-            now = clock.iso()
-            item_id = new_item_id()
-            intent_id = new_intent_id()
+            at = clock.now()
+            now = clock.iso(at)
+            wall = at.timestamp()  # both ids stamped from the same reading
+            item_id = new_item_id(wall)
+            intent_id = new_intent_id(wall)
             write(self.db, _INSERT_ANCHOR, [item_id, principal, task_key, now, now])
             write(
                 self.db,

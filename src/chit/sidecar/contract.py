@@ -108,6 +108,10 @@ def canonical(value: Any) -> str:
     return _CANONICAL(value)
 
 
+# The few kinds' canonical text, encoded once (a kind is a JSON string in the hash).
+_KIND_TEXT: Final = {kind: canonical(kind) for kind in TOOL_OF_KIND}
+
+
 def request_hash(kind: str, payload: Mapping[str, Any]) -> str:
     """SHA-256 of (kind, payload): what an idempotency key is bound to."""
     return hashed(kind, payload)[0]
@@ -121,7 +125,10 @@ def hashed(kind: str, payload: Mapping[str, Any]) -> tuple[str, str]:
     (openWork) reuses that text instead of encoding the payload a second time.
     """
     text = canonical(dict(payload))
-    whole = f"[{canonical(kind)},{text}]"
+    quoted = _KIND_TEXT.get(kind)
+    if quoted is None:  # not one of the contract's kinds: encoded, not remembered
+        quoted = canonical(kind)
+    whole = f"[{quoted},{text}]"
     return hashlib.sha256(whole.encode("utf-8")).hexdigest(), text
 
 

@@ -28,7 +28,7 @@ UNKNOWN_ITEM = "unknown item_id"
 """The one answer for an item id that does not exist *or* belongs to another principal."""
 
 
-def _sortable_id(prefix: str, random_bytes: int) -> str:
+def _sortable_id(prefix: str, random_bytes: int, wall: float | None = None) -> str:
     """``prefix`` + creation time (ms, 11 hex digits) + ``random_bytes`` random bytes.
 
     Time first so ids sort by creation: the sidecar's tables and indexes are keyed on
@@ -36,21 +36,22 @@ def _sortable_id(prefix: str, random_bytes: int) -> str:
     openWork, where a time-ordered one appends (measured: docs/performance.md). The
     random part alone carries the id's strength; the prefix only says when it was made.
     """
-    stamp = int(clock.wall() * 1000) & 0xFFFFFFFFFFF
+    stamp = int((clock.wall() if wall is None else wall) * 1000) & 0xFFFFFFFFFFF
     tail = base64.urlsafe_b64encode(os.urandom(random_bytes)).decode().rstrip("=")
     return f"{prefix}{stamp:011x}{tail}"
 
 
-def new_item_id() -> str:
-    """A fresh item id: its creation time, then 192 random bits (ids double as
-    capabilities on stdio)."""
-    return _sortable_id(ITEM_PREFIX, 24)
+def new_item_id(wall: float | None = None) -> str:
+    """A fresh item id: its creation time (``wall``, a POSIX time; default now), then 192
+    random bits (ids double as capabilities on stdio)."""
+    return _sortable_id(ITEM_PREFIX, 24, wall)
 
 
-def new_intent_id() -> str:
-    """A fresh intent id: its creation time, then 96 random bits (intents are never
-    addressed without their principal, so the id needs to be unique, not secret)."""
-    return _sortable_id(INTENT_PREFIX, 12)
+def new_intent_id(wall: float | None = None) -> str:
+    """A fresh intent id: its creation time (``wall``; default now), then 96 random bits
+    (intents are never addressed without their principal, so the id needs to be unique,
+    not secret)."""
+    return _sortable_id(INTENT_PREFIX, 12, wall)
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,11 @@ _COLUMNS = (
 # under the write lock, so numbers grow in commit order. The number is the table's rowid
 # (0010): an update that takes one moves its row to the end of the table.
 _NEXT_CHANGE = "(SELECT coalesce(max(change_seq), 0) + 1 FROM receipts)"
-# An insert leaves the change number to SQLite: the rowid it picks is the largest plus
-# one, as ``_NEXT_CHANGE`` would be. Positional parameters, in ``insert_params``' order:
-# binding twenty names costs more than building the tuple.
+# Positional parameters, in ``insert_params``' order: binding twenty names costs more than
+# building the tuple.
 INSERT = (
-    f"INSERT INTO receipts ({_COLUMNS}) VALUES"
-    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO receipts ({_COLUMNS}, change_seq) VALUES"
+    f" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_NEXT_CHANGE})"
 )
 UPDATE = (
     "UPDATE receipts SET server = :server, tool = :tool, purpose = :purpose,"
