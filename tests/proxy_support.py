@@ -10,6 +10,7 @@ deadline: nothing here sleeps a fixed time before an assertion.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -137,3 +138,23 @@ def declare(home: Path, *capabilities: str, server: str = "everything") -> None:
     assert head in text, text
     line = f"declare = {json.dumps(list(capabilities))}\n"
     config.write_text(text.replace(head, head + line, 1))
+
+
+def pending_question(home: Path, rid: str, kind: str, timeout: float = 90) -> dict[str, Any]:
+    """Wait until receipt ``rid`` has a pending question of ``kind``; return it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        detail = show(home, rid)
+        for question in detail["input_requests"]:
+            if question["kind"] == kind and question["answer_status"] == "pending":
+                return dict(question)
+        assert detail["state"] not in ("completed", "failed", "cancelled"), detail
+        why = (detail["state"], detail["input_requests"], detail["timeline"][-4:])
+        assert time.monotonic() < deadline, f"no pending {kind} question: {why}"
+        time.sleep(0.2)
+
+
+def server_task_ids(db: Path) -> list[str]:
+    """The task ids ``chit demo-server`` keeps in ``db`` (what chit must never store)."""
+    with sqlite3.connect(db) as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM tasks")]

@@ -6,8 +6,10 @@ the host: its timeout, its cancel, its exit. Meanwhile the host's request stays 
 * progress notifications go out on every change of the receipt and every
   :func:`heartbeat_s` seconds (when the host gave a ``progressToken``) — most hosts
   reset their request timeout on progress;
-* a prompt of the server is asked of the host (``elicitation/create`` on the call) when
-  the server's ``prompts`` setting allows and the host can answer; otherwise it waits in
+* a prompt of the server is asked of the host (``elicitation/create``,
+  ``sampling/createMessage`` or ``roots/list`` on the call) when the server's
+  ``prompts`` setting allows and the host declared the capability (a sampling or roots
+  refusal, error -1 / -32600, declines it; other errors leave it); otherwise it waits in
   chit's inbox, and an answer given there (``chit answer``, the TUI) lets the call go
   on. The first answer wins: a host question answered in chit is withdrawn;
 * at the end the host gets the result, as a plain call would have returned it.
@@ -33,9 +35,11 @@ from chit.errors import ChitError
 from chit.proxy import wire as pwire
 from chit.proxy.calls import start
 from chit.proxy.host import Ctx
+from chit.proxy.inputs import host_request
 from chit.proxy.mirror import OUTCOME_RETRY_S, is_cancellation, unwrap
 from chit.proxy.wire import heartbeat_s
 from chit.receipts import InputKind, LifecycleState, Receipt
+from chit.tasks.server.asking import REFUSALS
 
 if TYPE_CHECKING:
     from chit.proxy.host import ProxyHost
@@ -107,22 +111,31 @@ class Held:
         for key, scope in list(self.asking.items()):
             if key not in pending:
                 scope.cancel()  # answered in chit first: withdraw the host's question
-        if receipt.state is not LifecycleState.INPUT_REQUIRED or not self.host.may_ask():
+        if receipt.state is not LifecycleState.INPUT_REQUIRED:
             return
         for key, q in pending.items():
-            if key in self.asking or q.kind is not InputKind.ELICITATION:
+            request = host_request(q)
+            if key in self.asking or request is None or not self.host.may_ask(q.kind):
                 continue
             scope = anyio.CancelScope()
             self.asking[key] = scope
-            schema = q.requested_schema or {"type": "object", "properties": {}}
-            params = {"mode": "form", "message": q.message or "", "requestedSchema": schema}
-            tg.start_soon(self._ask_one, key, params, scope)
+            tg.start_soon(self._ask_one, key, q.kind, request, scope)
 
-    async def _ask_one(self, key: str, params: dict[str, Any], scope: anyio.CancelScope) -> None:
+    async def _ask_one(
+        self, key: str, kind: InputKind, request: dict[str, Any], scope: anyio.CancelScope
+    ) -> None:
         with scope:
             route = self.host.new_route(self.ctx)
             try:
-                reply = await self.host.input(route, "elicitation/create", params)
+                reply = await self.host.input(route, request["method"], request["params"])
+            except MCPError as exc:
+                if kind is InputKind.ELICITATION or exc.error.code not in REFUSALS:
+                    log.info("the host could not be asked (%s); the prompt waits in chit", exc)
+                    return
+                # The spec's refusal of a sampling or roots request: the host declined it,
+                # as a 2025 task's host does on tasks/result (chit.tasks.server.asking).
+                error = {"code": exc.error.code, "message": exc.error.message}
+                reply = {"action": "decline", "error": error}
             except Exception as exc:
                 log.info("the host could not be asked (%s); the prompt waits in chit", exc)
                 return
@@ -130,7 +143,7 @@ class Held:
                 self.host.routes.pop(route, None)
             try:
                 await self.host.backend.answer_for_host(self.rid, key, reply)
-            except ChitError as exc:
+            except ChitError as exc:  # refused (it stays in chit's inbox), or answered there
                 log.info("the host's answer was not delivered: %s", exc.message)
 
 

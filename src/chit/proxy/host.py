@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from chit.proxy import wire as pwire
 from chit.proxy.backend import ProxyBackend
+from chit.proxy.inputs import CAPABILITY
 from chit.proxy.models import (
     ForwardParams,
     HostCapabilities,
@@ -46,7 +47,7 @@ from chit.proxy.models import (
     NotifyParams,
     UpstreamInfo,
 )
-from chit.receipts import HostInfo
+from chit.receipts import HostInfo, InputKind
 from chit.tasks import wire
 from chit.tasks.server import TaskRuntime
 
@@ -101,9 +102,17 @@ class ProxyHost:
         """The server has tasks in some generation (so the host is offered them)."""
         return self.info.generation is not None
 
-    def may_ask(self) -> bool:
-        """The server's prompts may go to this host, and it can answer them."""
-        return self.info.prompts != "chit" and self.can_elicit
+    def may_ask(self, kind: InputKind = InputKind.ELICITATION) -> bool:
+        """The server's prompts may go to this host, and it declared the capability that
+        answers a question of ``kind`` (elicitation, sampling, roots; a URL: never)."""
+        if self.info.prompts == "chit":
+            return False
+        want = CAPABILITY.get(kind)
+        return {
+            "elicitation": self.can_elicit,
+            "sampling": self.can_sample,
+            "roots": self.can_list_roots,
+        }.get(want or "", False)
 
     @property
     def introduced(self) -> bool:

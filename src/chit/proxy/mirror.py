@@ -7,10 +7,12 @@ mirrors it into the task the host polls:
 
 * the status message, and ``working`` ↔ ``input_required``;
 * the receipt's pending prompts become the task's input requests (in the host's own
-  generation: 2025 ``elicitation/create`` on ``tasks/result``, 2026 ``inputRequests``)
-  when the server's ``prompts`` setting lets the host be asked and the host can answer;
-  the host's answers go to the receipt (first answer wins: a prompt answered in chit's
-  inbox is withdrawn from the host);
+  generation: 2025 ``elicitation/create``, ``sampling/createMessage`` or ``roots/list``
+  on ``tasks/result``, 2026 ``inputRequests``; built by :mod:`chit.proxy.inputs`) when
+  the server's ``prompts`` setting lets the host be asked and the host declared the
+  capability; the host's answers go to the receipt (first answer wins: a prompt
+  answered in chit's inbox is withdrawn from the host; a refused sampling or roots
+  answer leaves the question to the person);
 * at the end the result, fetched in full (redacted) from the server, or the task's
   error; a task cancelled on the server is cancelled for the host too.
 
@@ -29,6 +31,7 @@ import anyio
 from chit.engine._groups import sole_error
 from chit.engine.models import ReceiptUpdate, Resync
 from chit.errors import ChitError, UsageError
+from chit.proxy.inputs import host_request
 from chit.receipts import InputKind, LifecycleState, Receipt
 from chit.tasks.server import TaskContext, TaskProtocolError
 from chit.tasks.server.tools import TaskGone
@@ -62,6 +65,9 @@ class Mirror:
         """Host key → the receipt's key (a refused answer is asked again under a new key)."""
         self.current: dict[str, str] = {}
         self.rounds: dict[str, int] = {}
+        self.kept: dict[str, str] = {}
+        """Receipt keys of sampling/roots questions kept for the person (the host's
+        answer was refused) → why."""
         self.latest: Receipt | None = None
 
     async def run(self) -> Any:
@@ -132,7 +138,10 @@ class Mirror:
         if withdraw:
             self.sent |= withdraw
             await self.rt.answer(self.task_id, dict.fromkeys(withdraw, ANSWERED_ELSEWHERE))
-        message = receipt.status_message
+        # While a refused host answer's question waits for a person, the host's task
+        # says so (else it would wait without a word).
+        kept = [self.kept[q.key] for q in receipt.pending_inputs if q.key in self.kept]
+        message = kept[-1] if kept else receipt.status_message
         if wanted:
             fresh = {k: v for k, v in wanted.items() if k not in row.input_requests}
             if fresh or row.status != "input_required":
@@ -149,21 +158,23 @@ class Mirror:
             await self.rt.set_status_message(self.task_id, message)
 
     def _prompts(self, receipt: Receipt) -> dict[str, dict[str, Any]]:
-        """The receipt's pending prompts the host may be asked (as stored input requests)."""
-        if receipt.state is not LifecycleState.INPUT_REQUIRED or not self.host.may_ask():
+        """The receipt's pending prompts the host may be asked (as stored input requests).
+
+        Each kind goes to a host that declared its capability (elicitation, sampling,
+        roots; :mod:`chit.proxy.inputs`). A sampling or roots question whose host answer
+        chit refused stays with the person: asking a program again gets the same answer.
+        """
+        if receipt.state is not LifecycleState.INPUT_REQUIRED:
             return {}
         out: dict[str, dict[str, Any]] = {}
         for q in receipt.pending_inputs:
-            if q.kind is not InputKind.ELICITATION:
+            if not self.host.may_ask(q.kind) or q.key in self.kept:
                 continue
-            key = self._host_key(q.key)
-            if key in self.sent:
+            request = host_request(q)
+            key = self._host_key(q.key) if q.kind is InputKind.ELICITATION else q.key
+            if request is None or key in self.sent:
                 continue
-            schema = q.requested_schema or {"type": "object", "properties": {}}
-            out[key] = {
-                "method": "elicitation/create",
-                "params": {"mode": "form", "message": q.message or "", "requestedSchema": schema},
-            }
+            out[key] = request
         return out
 
     def _host_key(self, key: str) -> str:
@@ -188,9 +199,13 @@ class Mirror:
                 continue
             try:
                 await self.host.backend.answer_for_host(self.rid, key, reply)
-            except UsageError as exc:  # it does not fit the form: ask again
+            except UsageError as exc:  # it does not fit the form
                 log.info("host answer to %s refused: %s", self.rid, exc.message)
-                self.refused[host_key] = f"Answer refused ({exc.message}); asked again"
+                if request.kind is InputKind.ELICITATION:  # a person's form: ask again
+                    self.refused[host_key] = f"Answer refused ({exc.message}); asked again"
+                else:
+                    why = f"Answer refused ({exc.message}); the question waits in chit's inbox"
+                    self.kept[key] = why
             except ChitError as exc:  # answered in chit first, or the server went away
                 log.info("host answer to %s not delivered: %s", self.rid, exc.message)
 

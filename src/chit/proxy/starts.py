@@ -23,8 +23,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from chit import clock
-from chit.errors import Conflict, NotFound
+from chit.errors import Conflict, NotFound, UsageError
 from chit.proxy import wire as pwire
+from chit.proxy.inputs import CAPABILITY, form_answer
 from chit.proxy.models import META_WORK, Answer, StartParams, StartReply
 from chit.proxy.upstream import Attachment
 from chit.receipts import (
@@ -61,15 +62,20 @@ class Starts:
         self.holders: dict[str, Attachment] = {}
         """Tasks by the attachment whose host started them (while it may still answer)."""
         self.attached: Callable[[Attachment], bool] = lambda _att: True
+        self.refused: dict[str, set[str]] = {}
+        """Receipt → keys of sampling/roots questions whose host answer chit refused:
+        those are the person's to answer now (the host is not asked them again)."""
         supervisor.answers.host_asks = self.host_asks
 
     def host_asks(self, receipt: Receipt, request: InputRequest) -> str | None:
         """Why a person may not answer ``request`` in chit now (None: they may).
 
-        With the server's ``prompts = "host"``, an elicitation of a task whose host
-        started it, is still attached and declared elicitation is the host's to answer
-        (it is asked there). Once the host gave up or went away, chit may answer it;
-        with ``both`` the first answer wins, with ``chit`` the host is never asked.
+        With the server's ``prompts = "host"``, an elicitation, sampling or roots
+        question of a task whose host started it, is still attached and declared that
+        capability is the host's to answer (it is asked there). Once the host gave up
+        or went away, or chit refused its answer to a sampling or roots question, chit
+        may answer it; with ``both`` the first answer wins, with ``chit`` the host is
+        never asked.
         """
         rid = receipt.receipt_id
         att = self.holders.get(rid)
@@ -80,7 +86,10 @@ class Starts:
             return None
         if att.info is None or att.info.prompts != "host":
             return None
-        if request.kind is not InputKind.ELICITATION or not att.params.capabilities.elicitation:
+        want = CAPABILITY.get(request.kind)
+        if want is None or not getattr(att.params.capabilities, want):
+            return None
+        if request.key in self.refused.get(rid, ()):
             return None
         return (
             f"this prompt is asked of the host that started the task"
@@ -221,6 +230,7 @@ class Starts:
         if not receipt.is_terminal:
             raise Conflict(f"receipt {receipt_id} has not finished ({receipt.state})")
         self.holders.pop(receipt_id, None)  # nothing left to ask: forget who started it
+        self.refused.pop(receipt_id, None)
         if receipt.state is LifecycleState.CANCELLED:
             return Answer(error={"code": INVALID_PARAMS, "message": "The task was cancelled"})
         if receipt.protocol is TaskProtocol.SYNC or receipt.handle is None:
@@ -250,22 +260,45 @@ class Starts:
         return Answer(result=redactor.value(result))
 
     async def answer(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
-        """Pass the host's reply to a prompt on as given (the server judges it).
+        """Pass the host's reply to a prompt on: the first answer wins.
+
+        An elicitation's reply goes as given (the server judges it). A sampling or
+        roots result becomes the form answer a person gives (:func:`form_answer`) and
+        is checked as a person's is (a roots answer shares only ``file://`` URIs); a
+        refused one stays in chit's inbox for the person, the host is not asked again.
 
         Raises:
-            UsageError: not an elicitation result. Conflict: nothing pending under
-                ``key`` (e.g. answered in chit first).
+            UsageError: not a result of its request, or refused. Conflict: nothing
+                pending under ``key`` (e.g. answered in chit first).
         """
-        action = reply.get("action")
-        content = reply.get("content")
-        if action == "accept":
-            return await self.sup.answers.answer(
-                receipt_id,
-                key,
-                content if isinstance(content, dict) else {},
-                validate=False,
-                by_host=True,
-            )
+        stored = self.sup.store.receipts.get(receipt_id)
+        request = stored.input_request(key) if stored is not None else None
+        kind = request.kind if request is not None else InputKind.ELICITATION
+        form = kind in (InputKind.SAMPLING, InputKind.ROOTS)
+        try:
+            reply = form_answer(kind, reply)
+            action = reply.get("action")
+            content = reply.get("content")
+            if action == "accept":
+                return await self.sup.answers.answer(
+                    receipt_id,
+                    key,
+                    content if isinstance(content, dict) else {},
+                    validate=form,
+                    by_host=True,
+                )
+        except UsageError as exc:
+            if form and request is not None and request.is_pending:
+                self.refused.setdefault(receipt_id, set()).add(key)
+                log.info(
+                    "the host's answer to %s question %s of %s was refused (%s): it waits"
+                    " in chit's inbox",
+                    kind.value,
+                    key,
+                    receipt_id,
+                    exc.message,
+                )
+            raise
         return await self.sup.answers.answer(
             receipt_id,
             key,
