@@ -20,11 +20,16 @@ from typing import Any
 
 import anyio
 
+import chit as chit_package
 from chit.tasks.client import StdioServer, TaskClient, TaskSnapshot
 from tests import peers
 from tests.daemon_support import chit, daemon_env, daemon_home
 
 PYTHON = sys.executable
+SOURCE = Path(chit_package.__file__).parents[1]
+"""Where the chit under test is imported from: a demo server run there (``--cwd``) runs
+this checkout's ``chit demo-server`` (``python -m chit`` imports from its working
+directory first)."""
 
 SECRET = "sk-live-Q7f9x2LmN4pR8tV1wY3z"
 HOSTILE = f"[bold]big[/bold] [link=https://evil.example]click[/] \x1b[31mred\x07 key {SECRET}"
@@ -158,3 +163,20 @@ def server_task_ids(db: Path) -> list[str]:
     """The task ids ``chit demo-server`` keeps in ``db`` (what chit must never store)."""
     with sqlite3.connect(db) as conn:
         return [row[0] for row in conn.execute("SELECT id FROM tasks")]
+
+
+@contextmanager
+def demo_home(tmp: Path, prompts: str | None = None) -> Iterator[Path]:
+    """A home with ``demo`` (this checkout's demo server, a secret in its env) declaring
+    sampling and roots; ``prompts`` set in its table when given."""
+    with daemon_home(tmp / "home") as home:
+        args = [*demo_args(tmp / "demo.db"), "--env", f"API_TOKEN={SECRET}"]
+        args += ["--cwd", str(SOURCE)]
+        ran = chit("servers", "add", "demo", *args, env=daemon_env(home))
+        assert ran.code == 0, ran.err
+        declare(home, "sampling", "roots", server="demo")
+        if prompts is not None:  # in the server's own table (not its env's, after it)
+            config = home / "config.toml"
+            head = "[servers.demo]\n"
+            config.write_text(config.read_text().replace(head, f'{head}prompts = "{prompts}"\n'))
+        yield home

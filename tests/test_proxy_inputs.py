@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +40,13 @@ from mcp_types import (
     TextContent,
 )
 
-import chit as chit_package
 from chit.tasks.client import TaskClient, TaskHandle
-from tests.daemon_support import chit, daemon_env, daemon_home
+from tests.daemon_support import chit, daemon_env
 from tests.proxy_support import (
     HOSTILE,
     PYTHON,
     SECRET,
-    declare,
-    demo_args,
+    demo_home,
     pending_question,
     proxy_spec,
     server_task_ids,
@@ -60,27 +56,9 @@ from tests.proxy_support import (
 
 pytestmark = pytest.mark.timeout(300)
 
-SOURCE = Path(chit_package.__file__).parents[1]
-"""The checkout under test: the demo server runs from it (``python -m chit``)."""
 HOST_TEXT = "The host's one-line summary."
 HOST_MODEL = "host-model-7"
 HOST_ROOT = "file:///srv/host-root"
-
-
-@contextmanager
-def demo_home(tmp: Path, prompts: str | None = None) -> Iterator[Path]:
-    """A home with ``demo`` (a secret in its env) declaring sampling and roots."""
-    with daemon_home(tmp / "home") as home:
-        args = [*demo_args(tmp / "demo.db"), "--env", f"API_TOKEN={SECRET}"]
-        args += ["--cwd", str(SOURCE)]
-        ran = chit("servers", "add", "demo", *args, env=daemon_env(home))
-        assert ran.code == 0, ran.err
-        declare(home, "sampling", "roots", server="demo")
-        if prompts is not None:  # in the server's own table (not its env's or after)
-            config = home / "config.toml"
-            head = "[servers.demo]\n"
-            config.write_text(config.read_text().replace(head, f'{head}prompts = "{prompts}"\n'))
-        yield home
 
 
 def _sampled() -> CreateMessageResult:

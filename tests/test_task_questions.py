@@ -22,7 +22,6 @@ both redacted.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,27 +29,20 @@ from typing import Any
 
 import pytest
 
-import chit as chit_package
 from tests.daemon_support import chit, daemon_env, daemon_home
-from tests.proxy_support import HOSTILE, SECRET, declare, demo_args, show
+from tests.proxy_support import HOSTILE, SECRET, SOURCE, demo_args, demo_home, show
+from tests.proxy_support import pending_question as pending
+from tests.proxy_support import server_task_ids as task_ids
 
 pytestmark = pytest.mark.timeout(240)
 
 MODES = ["legacy", "2026"]
-SOURCE = Path(chit_package.__file__).parents[1]
-"""Where the chit under test is imported from: the server runs in it (``python -m chit``
-imports from its working directory first), so it runs this checkout's demo server."""
 
 
 @pytest.fixture
 def demo(tmp_path: Path) -> Iterator[Path]:
     """A home with ``demo`` (a secret in its env) declaring sampling and roots."""
-    with daemon_home(tmp_path / "home") as home:
-        args = [*demo_args(tmp_path / "demo.db"), "--env", f"API_TOKEN={SECRET}"]
-        args += ["--cwd", str(SOURCE)]
-        ran = chit("servers", "add", "demo", *args, env=daemon_env(home))
-        assert ran.code == 0, ran.err
-        declare(home, "sampling", "roots", server="demo")
+    with demo_home(tmp_path) as home:
         yield home
 
 
@@ -64,20 +56,6 @@ def start(home: Path, env: dict[str, str], notes: str = HOSTILE) -> str:
     return str(receipt["receipt_id"])
 
 
-def pending(home: Path, rid: str, kind: str, timeout: float = 90) -> dict[str, Any]:
-    """Wait until ``rid`` has a pending question of ``kind``; return it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        detail = show(home, rid)
-        for question in detail["input_requests"]:
-            if question["kind"] == kind and question["answer_status"] == "pending":
-                return dict(question)
-        assert detail["state"] not in ("completed", "failed", "cancelled"), detail
-        why = (detail["state"], detail["input_requests"], detail["timeline"][-4:])
-        assert time.monotonic() < deadline, f"no pending {kind} question: {why}"
-        time.sleep(0.2)
-
-
 def ended(home: Path, rid: str, timeout: float = 90) -> dict[str, Any]:
     """Wait until ``rid`` is terminal with its result retrieved; return ``show --json``."""
     deadline = time.monotonic() + timeout
@@ -87,12 +65,6 @@ def ended(home: Path, rid: str, timeout: float = 90) -> dict[str, Any]:
             return detail
         assert time.monotonic() < deadline, f"never ended: {detail}"
         time.sleep(0.2)
-
-
-def task_ids(db: Path) -> list[str]:
-    """The demo server's task ids (what chit must never show)."""
-    with sqlite3.connect(db) as conn:
-        return [row[0] for row in conn.execute("SELECT id FROM tasks")]
 
 
 @pytest.mark.parametrize("mode", MODES)
