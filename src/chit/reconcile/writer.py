@@ -33,6 +33,7 @@ import anyio
 from chit.clock import Clock, current_clock, in_thread
 from chit.receipts import Event, Receipt
 from chit.reconcile.fold import FRESHNESS, JITTER, Folder, PendingWrite, RedactorFor
+from chit.reconcile.group import GroupCommit
 from chit.reconcile.transactions import commit_batch, write_alone
 from chit.store import Store, StoreError
 
@@ -89,8 +90,14 @@ class ReceiptWriter:
         self._queue: list[PendingWrite] = []
         self._leading = False
         self._drained: anyio.Event | None = None  # set when the leader ends (``aclose``)
-        self._floor: int | None = None  # see ``announced_through``
+        self._floors: dict[int, int] = {}  # see ``announced_through`` (one per commit)
+        self._floor_ids = 0
         self._limiter: anyio.CapacityLimiter | None = None
+        # The calls' intents and acceptances, committed in groups on the same worker
+        # connection (``chit.reconcile.group``).
+        self.group = GroupCommit(
+            store, lambda: self.batch_store, self._thread_limiter, self._hold_feed, self.clock
+        )
         self.transactions = 0
         self.skipped = 0
 
@@ -116,15 +123,38 @@ class ReceiptWriter:
         change. Changes up to it were committed before the batch began (its own take
         higher numbers under the write lock).
         """
-        return self._floor
+        return min(self._floors.values()) if self._floors else None
+
+    def _thread_limiter(self) -> anyio.CapacityLimiter:
+        """One commit at a time on ``batch_store`` (batches and groups alike)."""
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(1)
+        return self._limiter
+
+    def _hold_feed(self) -> Callable[[], None]:
+        """Hold the change feed at the cursor of now; return the function releasing it."""
+        try:
+            floor = self.store.receipts.change_cursor()
+        except StoreError:
+            floor = 0  # a feed then waits for this commit's callbacks
+        self._floor_ids += 1
+        key = self._floor_ids
+        self._floors[key] = floor
+
+        def release() -> None:
+            self._floors.pop(key, None)
+
+        return release
 
     async def aclose(self) -> None:
-        """Wait for the batch in flight, then close ``batch_store`` (later batches commit
-        on the loop, through ``store``)."""
-        while self._leading:
-            if self._drained is None:
-                self._drained = anyio.Event()
-            await self._drained.wait()
+        """Wait for the batch and the group in flight, then close ``batch_store`` (later
+        batches and groups commit on the loop, through ``store``)."""
+        while self._leading or self.group.leading:
+            await self.group.drain()
+            while self._leading:
+                if self._drained is None:
+                    self._drained = anyio.Event()
+                await self._drained.wait()
         batch_store, self.batch_store = self.batch_store, None
         if batch_store is not None:
             batch_store.close()
@@ -239,20 +269,15 @@ class ReceiptWriter:
             self.transactions += commit_batch(batch, self.store, self._folder.write)
             self._announce_batch(batch)
             return
+        release = self._hold_feed()
         try:
-            self._floor = self.store.receipts.change_cursor()
-        except StoreError:
-            self._floor = 0  # a feed then waits for this batch's callbacks
-        try:
-            if self._limiter is None:
-                self._limiter = anyio.CapacityLimiter(1)
             self.transactions += await in_thread(
                 self.clock,
                 commit_batch,
                 batch,
                 batch_store,
                 self._folder.write,
-                limiter=self._limiter,
+                limiter=self._thread_limiter(),
             )
         except Exception as exc:  # the thread could not run it: nothing is known written
             for item in batch:
@@ -268,8 +293,11 @@ class ReceiptWriter:
                     except Exception as exc:
                         item.error = exc
         finally:
+            # Released first, then announced with no await between: a feed pumped by an
+            # announcement reads this batch's changes at once, and nothing can read them
+            # before their announcements.
+            release()
             self._announce_batch(batch)
-            self._floor = None
 
     def _announce_batch(self, batch: list[PendingWrite]) -> None:
         for item in batch:

@@ -16,8 +16,10 @@ as hostile input:
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -55,13 +57,30 @@ def argument_problems(schema: Any, arguments: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+_VALIDATORS: OrderedDict[str, Any] = OrderedDict()
+"""Validators by their schema's canonical JSON (most recent last): building one — the
+schema checked against its metaschema, a validator class made — cost ~25 ms of the
+loop per call, more than the rest of the call; a tool's schema rarely changes."""
+
+MAX_VALIDATORS = 64
+
+
 def _validator(schema: Mapping[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    cached = _VALIDATORS.get(key)
+    if cached is not None:
+        _VALIDATORS.move_to_end(key)
+        return cached
     from jsonschema import Draft202012Validator, validators
 
     base = validators.validator_for(schema, default=Draft202012Validator)
     base.check_schema(schema)
     unchecked = {"pattern": _skip, "format": _skip}
-    return validators.extend(base, unchecked)(schema)
+    validator = validators.extend(base, unchecked)(schema)
+    _VALIDATORS[key] = validator
+    while len(_VALIDATORS) > MAX_VALIDATORS:
+        _VALIDATORS.popitem(last=False)
+    return validator
 
 
 def _skip(*_args: Any) -> Iterable[Any]:

@@ -138,7 +138,9 @@ class Calls:
             purpose=purpose,
             work_ref=work_ref,
         )
-        self.store.intents.begin(intent, owner=self.owner)
+        owner = self.owner
+        # Durable before the request leaves: committed (in a group, off the loop) first.
+        await self.writer.group.run(lambda store: store.intents.begin(intent, owner=owner))
         return await self.send(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
 
     async def _check(
@@ -192,6 +194,9 @@ class Calls:
             raise typed_error(exc, "the server refused the call") from exc
         finally:
             self.sending.discard(key)
+        if isinstance(started, TaskHandle):
+            # The common case, committed off the loop in a group with other calls'.
+            return await self._record_task_async(intent, started, accept_if)
         return self.record_started(intent, started, accept_if=accept_if)
 
     def record_started(
@@ -239,6 +244,48 @@ class Calls:
         accept_if: str | None,
         host: HostInfo | None = None,
     ) -> Receipt:
+        first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, host)
+        receipt, new = self._record(intent, first, observation, blob, fp)
+        return self._started_task(receipt, handle, new)
+
+    async def _record_task_async(
+        self, intent: Intent, handle: TaskHandle, accept_if: str | None
+    ) -> Receipt:
+        """``_record_task`` with the acceptance committed through the writer's group."""
+        rid = intent.request_key
+        first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, None)
+        try:
+            stored = await self.writer.group.run(
+                lambda store: store.receipts.record_acceptance(
+                    intent, first, observation, blob, fp
+                ),
+                then=lambda stored: self.writer.notify(None, stored, ("receipt",)),
+            )
+        except AlreadyExists:
+            existing = self._already_recorded(intent)
+            if existing is None:
+                raise
+            receipt, new = existing, False
+        else:
+            receipt, new = stored, True
+        return self._started_task(receipt, handle, new)
+
+    def _started_task(self, receipt: Receipt, handle: TaskHandle, new: bool) -> Receipt:
+        self.handles.remember(receipt.receipt_id, handle.task_id)
+        if self.on_task is not None and new:
+            self.on_task(receipt, handle.task_id)
+        return receipt
+
+    def _task_receipt(
+        self,
+        intent: Intent,
+        handle: TaskHandle,
+        rid: str,
+        accept_if: str | None,
+        host: HostInfo | None,
+    ) -> tuple[Receipt, Observation, bytes, str]:
+        """The new receipt of an accepted task, its first observation, sealed handle and
+        fingerprint (nothing written)."""
         vault = self.handles.vault
         blob = vault.seal(handle.task_id, handle_aad(rid, intent.server))
         fp = vault.fingerprint(handle.task_id)
@@ -263,11 +310,7 @@ class Calls:
             acceptance_required=accept_if is not None,
         )
         first = tr.receipt if host is None else tr.receipt.model_copy(update={"host": host})
-        receipt, new = self._record(intent, first, tr.observation, blob, fp)
-        self.handles.remember(receipt.receipt_id, handle.task_id)
-        if self.on_task is not None and new:
-            self.on_task(receipt, handle.task_id)
-        return receipt
+        return first, tr.observation, blob, fp
 
     def _record(
         self,
@@ -286,13 +329,20 @@ class Calls:
         try:
             stored = self.store.receipts.record_acceptance(intent, receipt, observation, blob, fp)
         except AlreadyExists:
-            # An idempotent retry answered with the task we already hold a receipt for.
-            existing = self.store.receipts.by_request_key(intent.request_key)
+            existing = self._already_recorded(intent)
             if existing is None:
                 raise
-            self.store.intents.mark(
-                intent.request_key, IntentState.ACCEPTED, receipt_id=existing.receipt_id
-            )
             return existing, False
         self.writer.notify(None, stored, ("receipt",))
         return stored, True
+
+    def _already_recorded(self, intent: Intent) -> Receipt | None:
+        """An idempotent retry answered with the task we already hold a receipt for
+        (marks the intent accepted); None when no receipt of its request key exists."""
+        existing = self.store.receipts.by_request_key(intent.request_key)
+        if existing is None:
+            return None
+        self.store.intents.mark(
+            intent.request_key, IntentState.ACCEPTED, receipt_id=existing.receipt_id
+        )
+        return existing
