@@ -11,18 +11,21 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from anyio.abc import ObjectReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from chit import clock
 from chit.clock import ManualClock, in_thread
 from chit.demo.server import build_demo_server
 from chit.engine.local import LocalEngine
 from chit.engine.models import EngineEvent, ReceiptUpdate
-from chit.receipts import LifecycleState, ObservationSource, Receipt, StatusObserved
+from chit.receipts import LifecycleState, ObservationSource, Receipt, StatusObserved, new_intent
 from chit.reconcile import ReceiptWriter
+from chit.store import AlreadyExists
 from chit.tasks.client import InProcessServer
 from tests.engine_support import demo_engine, fast_options, supervisor
 
@@ -160,3 +163,69 @@ async def test_a_manual_clock_waits_for_work_in_a_thread() -> None:
     releaser.join()
     assert seen == [0.0]
     assert clk.monotonic() == 5
+
+
+async def test_a_calls_intent_commits_off_the_loop_before_its_request_leaves(
+    tmp_path: Path,
+) -> None:
+    """The intent's COMMIT waits in the thread: the loop runs, nothing is sent yet."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        await sup.call("demo", "greet", {"name": "warm"})  # connected, tools listed
+        sent: list[str] = []
+        real_send = sup.calls.send
+
+        async def send(intent: Any, *args: Any, **kwargs: Any) -> Receipt:
+            # The intent is durable when the request is about to leave.
+            assert sup.store.intents.get(intent.request_key) is not None
+            sent.append(intent.request_key)
+            return await real_send(intent, *args, **kwargs)
+
+        sup.calls.send = send  # type: ignore[method-assign]
+        reached, release = _gate_commit(sup.writer, after=False)
+        results: list[Receipt] = []
+
+        async def call() -> None:
+            results.append(await sup.call("demo", "slow_compute", {"seconds": 30}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await _reached(reached)
+            await anyio.lowlevel.checkpoint()  # the loop runs while the COMMIT waits
+            assert sent == [] and results == []
+            release.set()
+        assert len(sent) == 1 and results[0].request_key == sent[0]
+        assert sup.store.receipts.require(results[0].receipt_id).state is LifecycleState.WORKING
+
+
+async def test_writes_queued_during_a_commit_form_one_group_and_fail_alone(
+    tmp_path: Path,
+) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        group = sup.writer.group
+        reached, release = _gate_commit(sup.writer, after=False)
+        done: list[str] = []
+
+        async def begin(key: str) -> None:
+            intent = new_intent(
+                request_key=key, server="demo", tool="t", args_digest="d", now=clock.now()
+            )
+            try:
+                done.append(
+                    (await group.run(lambda store: store.intents.begin(intent))).request_key
+                )
+            except AlreadyExists:
+                done.append("refused")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(begin, "first")
+            await _reached(reached)  # the first group's COMMIT waits: these queue
+            for key in ("a", "b", "a"):
+                tg.start_soon(begin, key)
+            await anyio.lowlevel.checkpoint()
+            groups = group.groups
+            release.set()
+        assert group.groups == groups + 2  # "first" alone, then the three together
+        assert sorted(done) == ["a", "b", "first", "refused"]  # the reused key alone
+        assert all(sup.store.intents.get(k) is not None for k in ("first", "a", "b"))
