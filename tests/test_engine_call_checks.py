@@ -125,3 +125,17 @@ def test_many_problems_are_capped() -> None:
     schema = {"type": "object", "properties": {f"f{i:02d}": {"type": "integer"} for i in range(30)}}
     problems = argument_problems(schema, {f"f{i:02d}": "x" for i in range(30)})
     assert len(problems) == 11 and problems[-1] == "… and 20 more"
+
+
+def test_a_changed_schema_is_checked_as_changed_and_a_kept_one_reuses_its_validator() -> None:
+    """Validators are cached by the schema's content, never by the tool's name."""
+    from chit.runtime import arguments
+
+    loose: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "number"}}}
+    strict = {**loose, "required": ["n"]}
+    assert argument_problems(loose, {}) == []
+    built = len(arguments._VALIDATORS)
+    assert argument_problems(dict(loose), {}) == []  # an equal schema: no new validator
+    assert len(arguments._VALIDATORS) == built
+    assert argument_problems(strict, {}) == ["n: required"]  # the server's new schema
+    assert argument_problems(strict, {"n": "x"}) == ["n: 'x' is not of type 'number'"]
