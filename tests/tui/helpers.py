@@ -16,25 +16,35 @@ from chit.tui.app import ChitApp
 from chit.tui.widgets.receipt_table import ReceiptTable
 
 
-async def settle(pilot: Pilot[None]) -> None:
-    """Let workers finish, the model publish, and the screen catch up (bounded).
+async def settle(pilot: Pilot[None], limit: float = 60.0) -> None:
+    """Let workers finish, the model publish, and the screen catch up; fail if it never does.
 
-    Bounded by time (20 s), not by rounds: a hundred rounds of ``pause`` passed in about two
+    Bounded by time, not by rounds: a hundred rounds of ``pause`` passed in about two
     seconds, which a loaded machine's first load outlasted — the test then went on
     before the first snapshot and its toasts (a snapshot test caught one on screen).
+    The bound is a safety net (``limit`` seconds, generous for a loaded machine), and
+    reaching it is a failure naming what was still busy: a wait that silently gave up
+    let the test go on against a half-loaded screen and hid the race.
     """
     app = pilot.app
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + limit
+    while True:
         await pilot.pause()
         try:
             await app.workers.wait_for_complete()
         except WorkerCancelled:
             # An exclusive worker (the detail read) superseded by a newer one while we
             # waited: normal when events arrive fast or the machine is loaded; wait again.
-            continue
-        if not isinstance(app, ChitApp) or app.settled:
-            break
+            pass
+        else:
+            if not isinstance(app, ChitApp) or app.settled:
+                break
+        if time.monotonic() >= deadline:
+            busy = [w.name or repr(w) for w in app.workers if not w.is_finished]
+            raise AssertionError(
+                f"the app never settled in {limit:g} s (workers still busy: {busy or 'none'};"
+                f" settled={getattr(app, 'settled', None)})"
+            )
     await pilot.pause()
 
 
