@@ -17,7 +17,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from chit.home import Home
 from tests.sidecar_support import PYTHON, call, env_for, make_home, start_http, stop
 
-pytestmark = pytest.mark.timeout(120)
+# The waits below are safety nets against a hang, not timings: a CLI start took over 30 s
+# in a parallel run at load 9 (three tests errored on a 30 s bound).
+pytestmark = pytest.mark.timeout(300)
 
 
 def _token(home: Home, name: str) -> str:
@@ -26,7 +28,7 @@ def _token(home: Home, name: str) -> str:
         env=env_for(home),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
         check=True,
     )
     return out.stdout.strip()
@@ -117,7 +119,7 @@ def test_no_auth_requires_flag_and_tokens(tmp_path: Path) -> None:
         env=env_for(home),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
     )
     assert proc.returncode == 2 and "chit sidecar token add" in proc.stderr
     refused = subprocess.run(
@@ -125,6 +127,6 @@ def test_no_auth_requires_flag_and_tokens(tmp_path: Path) -> None:
         env=env_for(home),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=120,
     )
     assert refused.returncode == 2 and "loopback" in refused.stderr
