@@ -41,7 +41,10 @@ def _inspector(home: Any, *args: str, rc: int = 0) -> dict[str, Any]:
     chit_env = [f"{k}={v}" for k, v in env_for(home).items() if k.startswith("CHIT_")]
     env = {**peers.node22_env(), "HOME": str(home.root)}  # its catalog goes to a scratch HOME
     flags = [part for pair in chit_env for part in ("-e", pair)]
-    command = [str(binary), "--cli", *flags, PYTHON, "-m", "chit", "sidecar"]
+    # The inspector gives a server 15 s to connect by default; a sidecar start outlasted that
+    # in a parallel run at load 9. The bound is a safety net (the run has its own timeout).
+    connect = ["--connect-timeout", "300000"]
+    command = [str(binary), "--cli", *connect, *flags, PYTHON, "-m", "chit", "sidecar"]
     proc = subprocess.run(
         [*command, "--method", "tools/call", *args],
         env=env,
