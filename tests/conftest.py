@@ -16,12 +16,17 @@
 * No test may leave a process behind (a daemon, a server): after each test, and after
   the session, whatever still runs and refers to its temporary directory is reported as
   a failure and stopped.
+* A run killed from outside (SIGKILL, a CI timeout) runs none of that: every process a
+  test starts inherits ``PYTEST_CHIT_CREATOR`` (this process's pid; ``proc_support``),
+  and each session (each xdist worker) first stops the chit daemons whose creator is
+  gone — never one whose creator runs, so workers and runs side by side are safe.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -29,10 +34,14 @@ from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from tests.pg_support import IN_CI, pg_server, pg_url
+from tests.proc_support import CREATOR
 
 __all__ = ["pg_server", "pg_url"]
 
 os.environ["CHIT_NO_DAEMON"] = "1"
+# Set at import in each process that runs tests (the xdist controller's value is
+# replaced in each worker, which imports this module again).
+os.environ[CREATOR] = str(os.getpid())
 
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 settings.register_profile(
@@ -78,8 +87,11 @@ def _no_process_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_daemon_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    yield
-    from tests.daemon_support import end_leftovers, leftovers
+    from tests.daemon_support import end_leftovers, end_orphaned_daemons, leftovers
 
+    stopped = end_orphaned_daemons()
+    if stopped:  # a killed run's; said once, not a failure of this one
+        warnings.warn(f"stopped daemons of a killed test run: {stopped}", stacklevel=1)
+    yield
     found = leftovers(tmp_path_factory.getbasetemp())
     assert not found, f"tests left processes running (stopped now): {end_leftovers(found)}"

@@ -3,7 +3,8 @@
 The suite runs with ``CHIT_NO_DAEMON=1`` (tests/conftest.py) so single-process tests keep
 their in-process engine; daemon tests take it out of their environment. Every daemon a
 test starts is stopped by :func:`stop_daemon` at the end, and any process it left behind
-(the daemon, a stdio server) fails the test.
+(the daemon, a stdio server) fails the test. A run killed from outside stops nothing;
+the next session stops the daemons it left (:func:`end_orphaned_daemons`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from chit.engine.paths import DaemonPaths
 from chit.engine.start import lock_is_held, lock_pid
 from chit.home import Home
+from chit.processes import pid_alive
+from tests.proc_support import CREATOR
 
 
 @dataclass
@@ -135,19 +138,97 @@ def stop_daemon(home: Path) -> list[str]:
         Descriptions of processes that had to be killed: a daemon that ignored SIGTERM
         for 20 s, or a server process that outlived its daemon. Empty is clean.
     """
-    problems: list[str] = []
     pid = daemon_pid(home)
-    if pid is None:
-        return problems
-    tree = children(pid)
-    os.kill(pid, signal.SIGTERM)
-    if wait_gone([pid], 20):
+    return [] if pid is None else end_daemons([pid])
+
+
+def end_daemons(pids: Iterable[int]) -> list[str]:
+    """Stop daemons by pid (SIGTERM, then SIGKILL after 20 s) and what they started.
+
+    All are signalled before any is waited for. A process that is already gone is no
+    error (another worker's sweep may have stopped it a moment earlier).
+
+    Returns:
+        Descriptions of the processes that had to be killed (see :func:`stop_daemon`).
+    """
+    daemons = list(pids)
+    tree = [child for pid in daemons for child in children(pid)]
+    problems: list[str] = []
+    for pid in daemons:
+        _signal(pid, signal.SIGTERM)
+    for pid in wait_gone(daemons, 20):
         problems.append(f"daemon {pid} ignored SIGTERM")
-        os.kill(pid, signal.SIGKILL)
+        _signal(pid, signal.SIGKILL)
     for left in wait_gone(tree, 10):
         problems.append(f"process {left} outlived its daemon: {_cmdline(left)}")
-        os.kill(left, signal.SIGKILL)
+        _signal(left, signal.SIGKILL)
     return problems
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _is_daemon(argv: list[bytes]) -> bool:
+    """True for the argv of a chit daemon: ``chit … daemon`` alone or ``--spawned``.
+
+    Not a client of one (``chit daemon status``, ``stop``): those end on their own.
+    """
+    if b"chit" not in argv or b"daemon" not in argv:
+        return False
+    after = [arg for arg in argv[argv.index(b"daemon") + 1 :] if arg]
+    return after in ([], [b"--spawned"])
+
+
+def creator_of(pid: int) -> int | None:
+    """The test process that started ``pid`` (its ``CREATOR`` variable), None if none."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # gone, or someone else's
+        return None
+    prefix = CREATOR.encode() + b"="
+    for item in environ:
+        if item.startswith(prefix):
+            value = item[len(prefix) :]
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
+
+
+def orphaned_daemons() -> list[int]:
+    """Pids of chit daemons started under a test process that no longer runs.
+
+    Only processes that carry ``CREATOR`` (started by this suite): a daemon someone
+    runs by hand, or one of a run still going beside this one (another worker's, another
+    engineer's), is never among them.
+    """
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not _is_daemon(argv):
+            continue
+        creator = creator_of(int(entry.name))
+        if creator is not None and not pid_alive(creator) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def end_orphaned_daemons() -> list[str]:
+    """Stop the :func:`orphaned_daemons` and their servers; describe each one stopped.
+
+    A daemon's home may be gone (pytest deletes old temporary directories), so the
+    daemons are stopped by pid, not through their home's lock.
+    """
+    found = orphaned_daemons()
+    described = [f"pid {pid}: {_cmdline(pid)}" for pid in found]
+    if found:
+        end_daemons(found)
+    return described
 
 
 def _cmdline(pid: int) -> str:

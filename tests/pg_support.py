@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from chit.processes import pid_alive
 from tests.proc_support import free_port
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -118,16 +119,6 @@ def _run_as() -> str | None:
 OWNER = "owner.pid"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_orphans(bindir: Path) -> None:
     """Stop and delete throwaway clusters whose creating process no longer runs.
 
@@ -140,7 +131,7 @@ def _remove_orphans(bindir: Path) -> None:
             pid = int((root / OWNER).read_text())
         except (OSError, ValueError):
             continue
-        if _alive(pid):
+        if pid_alive(pid):
             continue
         try:
             user: str | None = pwd.getpwuid(root.stat().st_uid).pw_name

@@ -12,6 +12,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+CREATOR = "PYTEST_CHIT_CREATOR"
+"""The environment variable that names the test process a process descends from.
+
+tests/conftest.py sets it to the pid of each test process (each xdist worker), so every
+process a test starts inherits it, and a daemon carries it in ``/proc/PID/environ`` for
+as long as it runs. A run killed from outside (SIGKILL, a CI timeout) runs no finalizer:
+the next session stops the chit daemons whose creator is gone
+(``tests.daemon_support.end_orphaned_daemons``). Not a ``CHIT_`` name: tests build their
+commands' environments without chit's own variables, and this one must stay.
+"""
+
 # Under pytest-xdist each worker hands out ports from its own block, below the kernel's
 # ephemeral range (32768-60999 on Linux): a port the kernel picked for ``bind(0)`` is free
 # again once we close it, so in the second or more before the server we start binds it,

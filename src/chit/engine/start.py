@@ -30,6 +30,7 @@ from chit.engine.paths import LOG_KEEP, LOG_MAX_BYTES, DaemonPaths
 from chit.errors import ChitError, ExitCode
 from chit.files import NotRegularFile, check_regular, open_regular, read_regular
 from chit.home import Home, ensure_private_dir
+from chit.processes import pid_alive
 
 START_WAIT_S = 30.0
 """How long a client waits for a daemon it started (or saw starting) to answer."""
@@ -244,10 +245,4 @@ def _running(pid: int) -> bool:
             return False
     except ChildProcessError:
         pass  # not our child: ask the kernel
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)

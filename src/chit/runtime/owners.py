@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import socket
 
+from chit.processes import pid_alive
+
 _LIVE: set[str] = set()
 """Tokens of the Supervisors open in this process."""
 
@@ -28,18 +30,6 @@ def register(token: str) -> None:
 def unregister(token: str) -> None:
     """Mark a Supervisor of this process as closed."""
     _LIVE.discard(token)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, someone else's
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def owner_gone(owner: str | None, *, mine: str, age_s: float, remote_wait_s: float) -> bool:
@@ -63,5 +53,5 @@ def owner_gone(owner: str | None, *, mine: str, age_s: float, remote_wait_s: flo
         return age_s >= remote_wait_s
     pid = int(pid_text)
     if pid != os.getpid():
-        return not _pid_alive(pid)
+        return not pid_alive(pid)
     return token not in _LIVE
