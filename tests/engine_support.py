@@ -24,8 +24,14 @@ MEMORY_ENV = {"CHIT_KEY_STORE": "file"}
 
 def demo_stdio(db: Path) -> StdioServer:
     """``chit demo-server`` over stdio on the task store ``db``."""
+    # The child gets the SDK's minimal environment: pass PYTHONPATH on, so a run from a
+    # worktree (PYTHONPATH=$PWD/src) serves that worktree's code, not the editable install's.
+    env = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
     return StdioServer(
-        sys.executable, ["-m", "chit", "demo-server", "--db", str(db)], stderr=_quiet()
+        sys.executable,
+        ["-m", "chit", "demo-server", "--db", str(db)],
+        env=env or None,
+        stderr=_quiet(),
     )
 
 

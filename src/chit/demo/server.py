@@ -34,8 +34,14 @@ def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
 
 
 def run_stdio(server: Any) -> None:
-    """Serve ``server`` (see :func:`build_demo_server`) on stdin/stdout until EOF."""
-    server.run("stdio")
+    """Serve ``server`` (see :func:`build_demo_server`) on stdin/stdout until EOF.
+
+    Through :func:`chit.tasks.server.stdio.run_stdio`: outgoing messages are written by
+    one thread, not two thread round trips each (200 tasks ending at once).
+    """
+    from chit.tasks.server.stdio import run_stdio as serve
+
+    serve(server)
 
 
 def run_http(server: Any, host: str, port: int) -> None:
