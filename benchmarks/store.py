@@ -19,7 +19,8 @@ Run: ``.venv/bin/python benchmarks/store.py [--slices N] [--per-slice N] [--rows
 5. Timelines (``benchmarks/retention.py``): rows and size of a day of 1 s polls, folded
    against one row per poll; the database size before and after ``chit prune``.
 6. Cold start: ``chit receipts --json`` in a fresh process on an empty home and on a
-   home with one receipt, interleaved with ``python -c pass`` (goal ≤ 0.1 s).
+   home with one receipt, and ``chit show --json`` of that receipt, interleaved with
+   ``python -c pass`` (goal ≤ 0.1 s). ``--cold-only`` runs this part alone.
 """
 
 from __future__ import annotations
@@ -253,8 +254,8 @@ def cold_start(base: Path, rounds: int) -> dict[str, float]:
     """Median wall time (ms) of cold commands, interleaved with a bare interpreter start.
 
     ``python -c pass`` against ``chit receipts --json`` on an empty home (no store yet)
-    and on a home with one receipt, each in a fresh process, alternated ``rounds`` times
-    so all three see the same machine.
+    and on a home with one receipt, and ``chit show --json`` of that receipt, each in a
+    fresh process, alternated ``rounds`` times so all four see the same machine.
     """
     empty = base / "cold-empty"
     one = Home(base / "cold-one")
@@ -269,9 +270,15 @@ def cold_start(base: Path, rounds: int) -> dict[str, float]:
         "receipts --json, one receipt": [
             sys.executable, "-m", "chit", "--home", str(one.root), "receipts", "--json",
         ],
+        "show --json, one receipt": [
+            sys.executable, "-m", "chit", "--home", str(one.root), "show", "--json",
+            r.receipt_id[:12],
+        ],
     }  # fmt: skip
     samples: dict[str, list[float]] = {k: [] for k in commands}
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    if os.environ.get("PYTHONPATH"):  # a worktree's run measures the worktree's chit
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     for _ in range(rounds):
         for name, argv in commands.items():
             start = time.perf_counter()
@@ -289,11 +296,15 @@ def main() -> None:
     parser.add_argument(
         "--no-timelines", action="store_true", help="skip the timeline and prune figures"
     )
+    parser.add_argument("--cold-only", action="store_true", help="only the cold-start part")
     args = parser.parse_args()
     print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL")
     print(f"before: {walstat.load()}")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
+        if args.cold_only:
+            print_cold(base, args.cold or 15)
+            return
         full: dict[str, Writer] = {
             "raw": RawWriter(base / "raw.db"),
             "insert": StoreWriter(base / "ins", accept=False),
@@ -351,12 +362,17 @@ def main() -> None:
             retention.timeline_figures(base)
             print(f"after timelines: {walstat.load()}")
         if args.cold:
-            cold = cold_start(base, args.cold)
-            bare = cold["python -c pass"]
-            print(f"\ncold start, median of {args.cold} interleaved rounds (goal <= 100 ms):")
-            for name, ms in cold.items():
-                print(f"  {name:<34} {ms:8.1f} ms  ({ms / bare:4.1f}x python -c pass)")
-            print(f"after cold start: {walstat.load()}")
+            print_cold(base, args.cold)
+
+
+def print_cold(base: Path, rounds: int) -> None:
+    """Run and print :func:`cold_start` (with the load average after it)."""
+    cold = cold_start(base, rounds)
+    bare = cold["python -c pass"]
+    print(f"\ncold start, median of {rounds} interleaved rounds (goal <= 100 ms):")
+    for name, ms in cold.items():
+        print(f"  {name:<34} {ms:8.1f} ms  ({ms / bare:4.1f}x python -c pass)")
+    print(f"after cold start: {walstat.load()}")
 
 
 if __name__ == "__main__":

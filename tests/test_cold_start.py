@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,9 @@ HEAVY_WHEN_EMPTY = (
 )
 #: Never imported by a read-only command at all: the engine's and the TUI's libraries.
 HEAVY_ALWAYS = ("mcp", "textual", "anyio", "httpx", "keyring", "cryptography", "chit.runtime")
+#: Never imported by a read-only command on a current store (``chit.store.reader``):
+#: sqlite-utils is for migrations and writes, and brings pluggy, dateutil and click.
+HEAVY_WITH_A_STORE = ("sqlite_utils", "sqlite_fts4", "pluggy", "dateutil")
 #: Never imported by a command the daemon serves (``tools``, ``call``, ``daemon status``):
 #: the engine runs in the daemon. pydantic and anyio are the client's own: the socket's
 #: messages are pydantic models shared by both ends (issue 9), read with anyio.
@@ -138,6 +142,29 @@ except SystemExit as exc:
 sys.stderr.write("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}) + "\\n")
 """
 
+
+def _run_entry(*args: str) -> tuple[dict[str, Any], str, str]:
+    """Run ``chit ARGS`` through ``chit.cli.entry`` in a fresh interpreter.
+
+    Returns:
+        Its exit code and modules, its stdout, its stderr but for the report.
+    """
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENTRY_PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    *lines, report = proc.stderr.splitlines()
+    ran: dict[str, Any] = json.loads(report)
+    return ran, proc.stdout, "\n".join(lines)
+
+
 #: Never imported by the click-free entry (chit.cli.entry) reading an empty home.
 ENTRY_NEVER = ("click", "logging", "dataclasses", "inspect", "chit.cli.main")
 
@@ -161,20 +188,8 @@ def test_the_entry_reads_an_empty_home_without_click(
     (``show``: no such receipt) may load more to report it, but not click.
     """
     home = tmp_path / "home"
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    proc = subprocess.run(
-        [sys.executable, "-c", _ENTRY_PROBE, "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    *lines, report = proc.stderr.splitlines()
-    ran = json.loads(report)
-    assert (ran["code"], proc.stdout.strip(), "\n".join(lines).strip()) == (code, output, error)
+    ran, out, err = _run_entry("--home", str(home), *args)
+    assert (ran["code"], out.strip(), err.strip()) == (code, output, error)
     banned = ENTRY_NEVER if code == 0 else ("click", "chit.cli.main")
     assert _loaded(ran["modules"], banned + HEAVY_WHEN_EMPTY + HEAVY_ALWAYS) == []
     assert not home.exists()
@@ -197,16 +212,39 @@ def test_python_m_chit_goes_through_the_entry(tmp_path: Path) -> None:
     assert " click\n" in bad.stderr  # click read and reported it
 
 
-def test_reading_receipts_never_loads_the_engine(tmp_path: Path) -> None:
-    home = Home(tmp_path / "home")
+def _one_receipt(root: Path) -> Home:
+    home = Home(root)
     with Store.open(home) as store:
         receipt = make_receipt("01RECEIPT1", state=LifecycleState.COMPLETED)
         blob, first = b"\x01" + bytes(40), [make_obs("01RECEIPT1")]
         store.receipts.insert(receipt, blob, "fp0123456789", first)
+    return home
+
+
+def test_reading_receipts_never_loads_the_engine(tmp_path: Path) -> None:
+    home = _one_receipt(tmp_path / "home")
     for args in (("receipts", "--json"), ("show", "01RECEIPT"), ("export",)):
         ran = _run("--home", str(home.root), *args)
         assert ran["code"] == 0 and "01RECEIPT1" in str(ran["out"])
-        assert _loaded(ran["modules"], HEAVY_ALWAYS) == [], args
+        assert _loaded(ran["modules"], HEAVY_ALWAYS + HEAVY_WITH_A_STORE) == [], args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("receipts", "--json"), ("receipts", "--jsonl", "--all"), ("show", "01RECEIPT", "--json")],
+    ids=["receipts-json", "receipts-jsonl", "show"],
+)
+def test_the_entry_reads_a_store_without_click_or_sqlite_utils(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A cold ``chit receipts`` with receipts to print: sqlite3 and the models, no more."""
+    home = _one_receipt(tmp_path / "home")
+    ran, out, err = _run_entry("--home", str(home.root), *args)
+    assert (ran["code"], err.strip()) == (0, "") and "01RECEIPT1" in out
+    banned = ("click", "chit.cli.main", *HEAVY_WITH_A_STORE, *HEAVY_ALWAYS)
+    assert _loaded(ran["modules"], banned) == []
+    # Read through the reader, not the full Store (whose modules import sqlite-utils).
+    assert "chit.store.reader" in ran["modules"] and "chit.store.store" not in ran["modules"]
 
 
 def test_the_probe_would_see_a_heavy_import(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import click
 
     from chit.store import Store
+    from chit.store.reader import StoreReader
 
 
 def home_option(ctx: click.Context) -> str | None:
@@ -57,20 +58,31 @@ def store_at(home: Home, *, readonly: bool = False) -> Iterator[Store]:
 
 
 @contextmanager
-def read_store(home: Home) -> Iterator[Store | None]:
-    """Open ``home``'s store to read only (``store_at(readonly=True)``); ``None`` without one.
+def read_store(home: Home) -> Iterator[StoreReader | Store | None]:
+    """Open ``home``'s store to read only; ``None`` without one.
 
     A home with no store yet has no receipts, and answering that needs neither a
     database (not even the empty in-memory one ``Store.open_readonly`` would build) nor
     the modules that open one: a cold ``chit receipts`` on a fresh home imports no
-    sqlite-utils and no pydantic model (tests/test_cold_start.py).
+    sqlite-utils and no pydantic model. A current store is read through a plain sqlite3
+    connection (``StoreReader``: no sqlite-utils either); any other — older, newer,
+    unreadable — is opened as ``store_at(readonly=True)`` opens it, which migrates or
+    refuses it in one line (tests/test_cold_start.py checks what is imported).
 
     Raises:
         UnsafeHome: the home exists and is not private.
+        StoreError: (or a subclass) the store cannot be read.
     """
     home = home.check()
     if not home.db_path.exists() and not home.db_path.is_symlink():
         yield None
         return
-    with store_at(home, readonly=True) as store:
-        yield store
+    from chit.store.reader import StoreReader
+
+    reader = StoreReader.open(home.db_path)
+    if reader is None:
+        with store_at(home, readonly=True) as store:
+            yield store
+        return
+    with reader:
+        yield reader

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from chit.store.migrations import SCHEMA_VERSION
     from chit.store.observation_repo import ObservationRepository
     from chit.store.paging import Page
+    from chit.store.reader import StoreReader
     from chit.store.receipt_repo import ReceiptRepository
     from chit.store.store import Store, ThreadLocalStore
     from chit.store.work_repo import Presence, WorkNote, WorkRecord, WorkRepository
@@ -52,6 +53,7 @@ _LAZY: dict[str, str] = {
     "StoreCorrupt": "chit.store.errors",
     "StoreError": "chit.store.errors",
     "StoreIOError": "chit.store.errors",
+    "StoreReader": "chit.store.reader",
     "StoreTooNew": "chit.store.errors",
     "ThreadLocalStore": "chit.store.store",
     "VAULT_KEY_ID": "chit.store.meta_repo",
@@ -91,6 +93,7 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreIOError",
+    "StoreReader",
     "StoreTooNew",
     "ThreadLocalStore",
     "WorkNote",

@@ -36,13 +36,17 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from chit.files import NotRegularFile, check_regular, unwritable_reason
 from chit.home import ensure_private_dir, ensure_private_file
 from chit.store.errors import StoreError, StoreIOError, classify
+
+if TYPE_CHECKING:
+    # Imported where a connection is made (``connect``, ``create_complete``): the read
+    # commands read through a plain sqlite3 connection (``chit.store.reader``) and never
+    # load sqlite-utils, which pulls click, pluggy and dateutil in with it.
+    import sqlite_utils
 
 BUSY_TIMEOUT_S = 15.0
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
@@ -78,6 +82,8 @@ def connect(
         conn = sqlite3.connect(
             file_uri(path, "rw"), uri=True, timeout=timeout, check_same_thread=check_same_thread
         )
+        import sqlite_utils
+
         # execute_plugins=False: chit loads no sqlite-utils plugins, and skipping the
         # entry-point scan keeps a per-thread open cheap.
         db = sqlite_utils.Database(conn, execute_plugins=False)
@@ -133,6 +139,8 @@ def create_complete(path: Path, build: Callable[[sqlite_utils.Database], object]
         raise StoreIOError(f"cannot create {path}: {reason}") from exc
     os.close(fd)
     tmp = Path(name)
+    import sqlite_utils
+
     try:
         conn = sqlite3.connect(str(tmp), timeout=BUSY_TIMEOUT_S)
         try:

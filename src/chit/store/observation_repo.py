@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from chit import clock
 from chit.receipts import (
@@ -24,6 +23,9 @@ from chit.receipts import (
 )
 from chit.store.db import fetch_all, immediate, write
 from chit.store.errors import RecordNotFound
+
+if TYPE_CHECKING:  # the read commands read without sqlite-utils (chit.store.reader)
+    import sqlite_utils
 
 # The next per-receipt sequence number is computed by the INSERT itself (an index lookup
 # on the primary key) and handed back by RETURNING: one statement per row instead of a

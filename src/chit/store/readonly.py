@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from chit.store.db import BUSY_TIMEOUT_S, check_file, file_uri
 from chit.store.errors import StoreError, StoreIOError, classify
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 
 def _wal_has_content(path: Path) -> bool:
@@ -40,8 +42,8 @@ def _open(uri: str, timeout: float) -> sqlite3.Connection:
     return conn
 
 
-def connect_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_utils.Database:
-    """Open the existing database ``path`` for reading only.
+def open_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """Open the existing database ``path`` for reading only: a plain sqlite3 connection.
 
     Raises:
         StoreError: (or a subclass) it is not a regular file, cannot be opened, is
@@ -50,7 +52,7 @@ def connect_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_u
     check_file(path)
     try:
         try:
-            conn = _open(file_uri(path, "ro"), timeout)
+            return _open(file_uri(path, "ro"), timeout)
         except sqlite3.OperationalError as exc:
             if "unable to open" not in str(exc).lower() or not path.exists():
                 raise
@@ -60,7 +62,7 @@ def connect_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_u
                     "applied and its directory cannot be written; open it once where it is "
                     "writable"
                 ) from None
-            conn = _open(file_uri(path, "ro", immutable="1"), timeout)
+            return _open(file_uri(path, "ro", immutable="1"), timeout)
     except sqlite3.Error as exc:
         typed = classify(exc)
         if typed is None:
@@ -68,4 +70,14 @@ def connect_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_u
         if isinstance(typed, StoreIOError):  # its message speaks of writing
             typed = StoreError(f"cannot read the store {path}: {exc}")
         raise typed from exc
-    return sqlite_utils.Database(conn, execute_plugins=False)
+
+
+def connect_readonly(path: Path, *, timeout: float = BUSY_TIMEOUT_S) -> sqlite_utils.Database:
+    """:func:`open_readonly` as the ``sqlite_utils.Database`` a full ``Store`` works on.
+
+    Raises:
+        StoreError: as :func:`open_readonly`.
+    """
+    import sqlite_utils
+
+    return sqlite_utils.Database(open_readonly(path, timeout=timeout), execute_plugins=False)

@@ -1,21 +1,26 @@
 """Pages of receipts for people (``chit receipts``, the TUI): newest status first.
 
-Keyset pagination over the state, server and work-ref indexes; a mixin of
-:class:`~chit.store.receipt_repo.ReceiptRepository`.
+Keyset pagination over the state, server and work-ref indexes, and the lookup of one
+receipt by the id or prefix a person types; a mixin of
+:class:`~chit.store.receipt_repo.ReceiptRepository` and of the read commands' reader
+(:class:`~chit.store.reader.StoreReader`), so reads only through ``fetch_all`` and
+``fetch_one``.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from chit.receipts import LifecycleState, Receipt
 from chit.store.db import fetch_all, fetch_one
+from chit.store.errors import AmbiguousPrefix, RecordNotFound
 from chit.store.paging import Page, decode_cursor, encode_cursor, like_pattern
-from chit.store.receipt_rows import parse
+from chit.store.receipt_rows import READ, parse
+
+if TYPE_CHECKING:  # the read commands read without sqlite-utils (chit.store.reader)
+    import sqlite_utils
 
 _ORDER = " ORDER BY status_at DESC, receipt_id DESC"
 _ALL_STATES = [s.value for s in LifecycleState]
@@ -80,9 +85,39 @@ def _by_states(
 
 
 class ReceiptPages:
-    """Listing and counting receipts (mixed into ``ReceiptRepository``)."""
+    """Listing, finding and counting receipts (mixed into ``ReceiptRepository``)."""
 
     _db: sqlite_utils.Database
+
+    def get(self, receipt_id: str) -> Receipt | None:
+        """Return the receipt with this exact id, or ``None``."""
+        row = fetch_one(self._db, f"{READ} WHERE receipt_id = ?", [receipt_id])
+        return Receipt.model_validate_json(row["doc"]) if row is not None else None
+
+    def get_by_prefix(self, prefix: str) -> Receipt:
+        """Resolve a short id typed by a user (an exact id always wins).
+
+        Raises:
+            RecordNotFound: nothing starts with ``prefix``.
+            AmbiguousPrefix: several receipts start with ``prefix``.
+        """
+        prefix = prefix.strip()
+        if not prefix:
+            raise RecordNotFound("no receipt id given")
+        exact = self.get(prefix)
+        if exact is not None:
+            return exact
+        # A range on the primary key instead of LIKE: case-sensitive and index-only.
+        rows = fetch_all(
+            self._db,
+            f"{READ} WHERE receipt_id >= ? AND receipt_id < ? ORDER BY receipt_id LIMIT 2",
+            [prefix, prefix + "\U0010ffff"],
+        )
+        if not rows:
+            raise RecordNotFound(f"no receipt starts with {prefix!r}")
+        if len(rows) > 1:
+            raise AmbiguousPrefix(f"{prefix!r} matches several receipts; type more of the id")
+        return Receipt.model_validate_json(rows[0]["doc"])
 
     def list(
         self,

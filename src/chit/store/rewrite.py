@@ -15,12 +15,13 @@ its ``-wal``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from chit.receipts import Receipt
 from chit.store.db import fetch_all, fetch_one, immediate, translated, write
-from chit.store.migrations import APPEND_ONLY
+
+if TYPE_CHECKING:  # the read commands read without sqlite-utils (chit.store.reader)
+    import sqlite_utils
 
 __all__ = ["PENDING", "TextRewriter"]
 
@@ -67,6 +68,9 @@ class TextRewriter:
         receipt changed meanwhile - a live write is already redacted); ``rewrite``
         is applied to its timeline messages and its intents' errors.
         """
+        # The migrations load sqlite-utils: here only, not for ``pending`` (a read command).
+        from chit.store.migrations import APPEND_ONLY
+
         changed = 0
         with translated():
             self._db.conn.execute("PRAGMA secure_delete=ON")
