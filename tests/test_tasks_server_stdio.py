@@ -12,6 +12,7 @@ tool that prints to stdout (the diversion keeps it off the wire).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import anyio
 import pytest
 
 from chit.tasks.client import TaskClient
+from chit.tasks.client.spec import StdioServer
 from chit.tasks.server.stdio import PipeWriter
-from tests.engine_support import demo_stdio
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -103,7 +104,13 @@ async def test_a_closed_reader_fails_the_next_flush() -> None:
 
 
 async def test_demo_server_over_stdio_serves_tasks(tmp_path: Path) -> None:
-    spec = demo_stdio(tmp_path / "demo.db")
+    code = (
+        "import sys; from chit.demo.server import build_demo_server;"
+        " from chit.tasks.server.stdio import run_stdio;"
+        " run_stdio(build_demo_server(sys.argv[1]))"
+    )
+    env = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+    spec = StdioServer(sys.executable, ["-c", code, str(tmp_path / "demo.db")], env=env or None)
     async with TaskClient(spec, mode="2026", read_timeout=30, result_timeout=60) as client:
         handles = [
             await client.start(

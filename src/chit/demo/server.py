@@ -36,12 +36,12 @@ def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
 def run_stdio(server: Any) -> None:
     """Serve ``server`` (see :func:`build_demo_server`) on stdin/stdout until EOF.
 
-    Through :func:`chit.tasks.server.stdio.run_stdio`: outgoing messages are written by
-    one thread, not two thread round trips each (200 tasks ending at once).
+    The SDK's transport, on purpose: :func:`chit.tasks.server.stdio.run_stdio` delivers
+    the task notifications far sooner, but then every throttled status-message change
+    reaches the client too, and chit's client (~3 ms per message-only hint) fell behind
+    on it (docs/performance.md, "Task server delivery"). Switch once it keeps up.
     """
-    from chit.tasks.server.stdio import run_stdio as serve
-
-    serve(server)
+    server.run("stdio")
 
 
 def run_http(server: Any, host: str, port: int) -> None:

@@ -8,7 +8,7 @@ Typical assembly::
     async def slow_compute(seconds: float, task: TaskContext) -> str: ...
 
     server = build_server("demo", runtime)   # an mcp MCPServer
-    run_stdio(server)                        # chit.tasks.server.stdio (or server.run("stdio"))
+    server.run("stdio")                      # or chit.tasks.server.stdio.run_stdio(server)
 
 See ``docs/tasks-server.md``.
 """
