@@ -180,3 +180,39 @@ def demo_home(tmp: Path, prompts: str | None = None) -> Iterator[Path]:
             head = "[servers.demo]\n"
             config.write_text(config.read_text().replace(head, f'{head}prompts = "{prompts}"\n'))
         yield home
+
+
+def diagnosis(home: Path, server: str = "demo", lines: int = 60) -> str:
+    """What happened, for a failure's message: the daemon's and the server's log tails
+    and every receipt's timeline (read from the store; no daemon needed)."""
+    parts: list[str] = []
+    for log in (home / "logs" / "daemon.log", home / "logs" / "servers" / f"{server}.log"):
+        try:
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+        except OSError as exc:
+            tail = [f"(unreadable: {exc})"]
+        parts += [f"--- {log.name}", *tail]
+    ran = chit("receipts", "--json", "--all", env=daemon_env(home))
+    rows = json.loads(ran.out) if ran.code == 0 else []
+    for row in rows:
+        shown = chit("show", row["receipt_id"], "--json", env=daemon_env(home))
+        detail = json.loads(shown.out) if shown.code == 0 else {}
+        parts.append(f"--- receipt {row['receipt_id']} {row['tool']} {row['state']}")
+        for q in row.get("input_requests", []):
+            parts.append(f"  input {q['kind']} {q['key']} {q['answer_status']}")
+        for t in detail.get("timeline", []):
+            seen = f"{t.get('kind')}/{t.get('source')} {t.get('status')} {t.get('message')!r}"
+            parts.append(f"  {t.get('at')} {seen} applied={t.get('applied')}")
+    return "\n".join(parts)
+
+
+@contextmanager
+def explained(home: Path, server: str = "demo") -> Iterator[None]:
+    """Re-raise any failure in the block with :func:`diagnosis` in its message."""
+    started = time.monotonic()
+    try:
+        yield
+    except Exception as exc:
+        took = time.monotonic() - started
+        why = f"{type(exc).__name__}: {exc} (after {took:.1f} s)\n{diagnosis(home, server)}"
+        raise AssertionError(why) from exc

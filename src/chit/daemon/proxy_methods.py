@@ -36,6 +36,7 @@ from chit.proxy.models import (
     NoticeParams,
     NotifyParams,
     ProgressParams,
+    QuestionParams,
     ReceiptParams,
     RouteParams,
     StartParams,
@@ -99,6 +100,7 @@ class ProxyMethods:
             "proxy.cancel": self.cancel,
             "proxy.start": self.start,
             "proxy.outcome": self.outcome,
+            "proxy.question": self.question,
             "proxy.answer": self.answer,
             "proxy.gave_up": self.gave_up,
             "proxy.hosts": self.hosts,
@@ -169,6 +171,11 @@ class ProxyMethods:
         """The full result of a finished task."""
         del conn
         return await self.side.starts.outcome(p.receipt_id)
+
+    async def question(self, p: QuestionParams, conn: Connection) -> Any:
+        """The server's own request behind a question, redacted (``chit.proxy.sampled``)."""
+        del conn
+        return await self.side.question(p.receipt_id, p.key)
 
     async def answer(self, p: HostAnswerParams, conn: Connection) -> Any:
         """The host's reply to a prompt, passed on as given."""

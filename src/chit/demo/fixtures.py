@@ -25,6 +25,23 @@ NAME_SCHEMA: dict[str, Any] = {
     "properties": {"name": {"type": "string", "title": "Name"}},
     "required": ["name"],
 }
+SUMMARY_HISTORY: tuple[tuple[str, str], ...] = (
+    ("user", "You will be given a task's notes to summarise."),
+    ("assistant", "Ready: send the notes."),
+)
+"""The turns before ``summarize_notes``'s own question in its sampling request."""
+SUMMARY_OPTIONS: dict[str, Any] = {
+    "modelPreferences": {
+        "hints": [{"name": "claude-haiku"}],
+        "intelligencePriority": 0.3,
+        "speedPriority": 0.9,
+    },
+    "temperature": 0.2,
+    "stopSequences": ["\n\n"],
+    "includeContext": "none",
+    "metadata": {"purpose": "one-line summary"},
+}
+"""The further fields of ``summarize_notes``'s sampling request (wire names)."""
 
 
 def _accepted(answer: dict[str, Any]) -> dict[str, Any] | None:
@@ -108,11 +125,15 @@ def register_task_tools(runtime: TaskRuntime) -> None:
         """Ask the client's model (or person) for a summary of `notes` and for the roots
         to work in, inside the task; complete with the reply (needs sampling and roots)."""
         await task.set_status("Asking for a summary")
+        # A request with every field a server may set, so a client (or chit proxy's
+        # host) can be checked to receive it as sent.
         reply = await task.request_sampling(
             f"Summarise the notes of task {task.task_id} in one line: {notes}",
             system_prompt="You write one-line summaries.",
             max_tokens=200,
             key="summary",
+            history=SUMMARY_HISTORY,
+            options=SUMMARY_OPTIONS,
         )
         if reply.get("action") == "decline":
             return "No summary: the client declined to write one"

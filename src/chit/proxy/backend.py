@@ -25,10 +25,12 @@ from chit.proxy.models import (
     ForwardParams,
     HostParams,
     NotifyParams,
+    ServerRequest,
     StartParams,
     StartReply,
     UpstreamInfo,
 )
+from chit.proxy.sampled import server_request
 from chit.proxy.starts import Starts
 from chit.proxy.upstream import Attachment, HostPeer, Upstreams
 from chit.receipts import Receipt
@@ -79,6 +81,11 @@ class ProxyBackend(Protocol):
         """The receipt's changes from now on."""
         ...
 
+    async def question(self, receipt_id: str, key: str) -> ServerRequest:
+        """The server's own request behind one of the receipt's questions, redacted
+        (empty when it is not at hand: the host is asked from the stored copy)."""
+        ...
+
     async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
         """Pass the host's reply to one of the receipt's prompts on, as it gave it."""
         ...
@@ -101,6 +108,11 @@ class EngineSide:
         self.upstreams = Upstreams(engine.supervisor)
         self.starts = Starts(engine.supervisor)
         self.starts.attached = lambda att: att.number in self.upstreams.attachments
+
+    async def question(self, receipt_id: str, key: str) -> ServerRequest:
+        """See :meth:`ProxyBackend.question` (:mod:`chit.proxy.sampled`)."""
+        found = await server_request(self.engine.supervisor, receipt_id, key)
+        return ServerRequest.model_validate(found or {})
 
 
 class LocalBackend:
@@ -168,6 +180,10 @@ class LocalBackend:
         """See :meth:`ProxyBackend.receipt_events`."""
         async with self.side.engine.events(receipt_id=receipt_id) as stream:
             yield stream
+
+    async def question(self, receipt_id: str, key: str) -> ServerRequest:
+        """See :meth:`ProxyBackend.question`."""
+        return await self.side.question(receipt_id, key)
 
     async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
         """See :meth:`ProxyBackend.answer_for_host`."""

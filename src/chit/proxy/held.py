@@ -30,15 +30,14 @@ import anyio
 from anyio.abc import TaskGroup
 from mcp.shared.exceptions import MCPError
 
-from chit.engine.models import ReceiptUpdate, Resync
 from chit.errors import ChitError
 from chit.proxy import wire as pwire
 from chit.proxy.calls import start
 from chit.proxy.host import Ctx
 from chit.proxy.inputs import host_request
-from chit.proxy.mirror import OUTCOME_RETRY_S, is_cancellation, unwrap
+from chit.proxy.mirror import OUTCOME_RETRY_S, is_cancellation, newest, unwrap
 from chit.proxy.wire import heartbeat_s
-from chit.receipts import InputKind, LifecycleState, Receipt
+from chit.receipts import InputKind, InputRequest, LifecycleState, Receipt
 from chit.tasks.server.asking import REFUSALS
 
 if TYPE_CHECKING:
@@ -76,12 +75,14 @@ class Held:
             self.latest = await self.host.backend.receipt(self.rid)
             tg.start_soon(self._pump, stream)
             while True:
+                # A fresh event before reading: a change while the progress is sent or
+                # questions are asked wakes the next wait (set on the old one, it was lost).
+                self.changed = anyio.Event()
                 receipt = self.latest
                 await self._progress(receipt)
                 if receipt.is_terminal or receipt.retrieval.is_lost:
                     break
                 self._ask(tg, receipt)
-                self.changed = anyio.Event()
                 with anyio.move_on_after(self.heartbeat):
                     await self.changed.wait()
             tg.cancel_scope.cancel()
@@ -89,10 +90,7 @@ class Held:
 
     async def _pump(self, stream: Any) -> None:
         async for event in stream:
-            if isinstance(event, ReceiptUpdate) and event.receipt.receipt_id == self.rid:
-                self.latest = event.receipt
-            elif isinstance(event, Resync):
-                self.latest = await self.host.backend.receipt(self.rid)
+            self.latest = await newest(self.host, self.rid, self.latest, event)
             self.changed.set()
 
     async def _progress(self, receipt: Receipt) -> None:
@@ -114,17 +112,22 @@ class Held:
         if receipt.state is not LifecycleState.INPUT_REQUIRED:
             return
         for key, q in pending.items():
-            request = host_request(q)
-            if key in self.asking or request is None or not self.host.may_ask(q.kind):
+            if key in self.asking or host_request(q) is None or not self.host.may_ask(q.kind):
                 continue
             scope = anyio.CancelScope()
             self.asking[key] = scope
-            tg.start_soon(self._ask_one, key, q.kind, request, scope)
+            tg.start_soon(self._ask_one, q, scope)
 
-    async def _ask_one(
-        self, key: str, kind: InputKind, request: dict[str, Any], scope: anyio.CancelScope
-    ) -> None:
+    async def _ask_one(self, q: InputRequest, scope: anyio.CancelScope) -> None:
+        key, kind = q.key, q.kind
         with scope:
+            # A sampling question as its server sent it (else from the stored copy).
+            sent = None
+            if kind is InputKind.SAMPLING:
+                sent = await self.host.backend.question(self.rid, key)
+            request = host_request(q, sent)
+            if request is None:
+                return
             route = self.host.new_route(self.ctx)
             try:
                 reply = await self.host.input(route, request["method"], request["params"])

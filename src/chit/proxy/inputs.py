@@ -4,13 +4,17 @@ A server's question inside a task waits in the receipt as a form
 (:mod:`chit.reconcile.questions`): an elicitation as it is, a ``sampling/createMessage``
 as its conversation (redacted, bounded) with a form for the reply text and model, a
 ``roots/list`` with a form for ``file://`` roots. A host that declared the capability
-is asked the real request, built from what the receipt stored — the same text a person
-sees in chit, as an elicitation is forwarded from its stored message (secrets and the
-server's task id redacted: nothing reaches the host that chit did not store):
+is asked the real request:
 
-* elicitation → ``elicitation/create`` with the stored message and schema;
-* sampling → ``sampling/createMessage``: one user message carrying the stored
-  conversation, and the server's ``maxTokens``;
+* elicitation → ``elicitation/create`` with the stored message and schema (what a
+  person sees in chit);
+* sampling → the server's own ``sampling/createMessage`` as it sent it (its messages,
+  system prompt, model preferences, temperature, stop sequences, ``maxTokens``,
+  ``includeContext``, ``metadata``), handed over by the engine with only the task
+  handle and the server's secrets redacted (``proxy.question``,
+  :mod:`chit.proxy.sampled`). When the engine no longer has it (a restart before the
+  server re-delivered it, too large to keep), from the stored copy: one user message
+  carrying the redacted, bounded conversation, and the server's ``maxTokens``;
 * roots → ``roots/list``.
 
 The host's reply becomes the form answer a person would give (:func:`form_answer`):
@@ -26,10 +30,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mcp_types import CreateMessageResult
+from mcp_types import CreateMessageRequestParams, CreateMessageResult
 from pydantic import ValidationError
 
 from chit.errors import UsageError
+from chit.proxy.models import ServerRequest
 from chit.receipts import InputKind, InputRequest
 
 CAPABILITY = {
@@ -39,28 +44,45 @@ CAPABILITY = {
 }
 """The host capability each kind of question needs (URL elicitations: none forwarded)."""
 
+SAMPLING = "sampling/createMessage"
+
 DEFAULT_MAX_TOKENS = 1000
 """``maxTokens`` when the stored conversation does not say (it always does today)."""
 
 _MAX_TOKENS = re.compile(r"\(at most (\d+) tokens\)\Z")
 
 
-def host_request(q: InputRequest) -> dict[str, Any] | None:
-    """The request the host is asked for ``q`` (``method``, ``params``); None: not forwarded."""
+def host_request(q: InputRequest, sent: ServerRequest | None = None) -> dict[str, Any] | None:
+    """The request the host is asked for ``q`` (``method``, ``params``); None: not forwarded.
+
+    ``sent``: the server's own request behind a sampling question (``proxy.question``);
+    used when it is a well-formed one, else the request is built from the stored copy.
+    """
     if q.kind is InputKind.ELICITATION:
         schema = q.requested_schema or {"type": "object", "properties": {}}
         params = {"mode": "form", "message": q.message or "", "requestedSchema": schema}
         return {"method": "elicitation/create", "params": params}
     if q.kind is InputKind.SAMPLING:
+        if sent is not None and sent.method == SAMPLING and _well_formed(sent.params):
+            return {"method": SAMPLING, "params": dict(sent.params or {})}
         text = q.message or ""
         found = _MAX_TOKENS.search(text)
         message: dict[str, Any] = {"role": "user", "content": {"type": "text", "text": text}}
         tokens = int(found.group(1)) if found else DEFAULT_MAX_TOKENS
         body: dict[str, Any] = {"messages": [message], "maxTokens": tokens}
-        return {"method": "sampling/createMessage", "params": body}
+        return {"method": SAMPLING, "params": body}
     if q.kind is InputKind.ROOTS:
         return {"method": "roots/list", "params": {}}
     return None
+
+
+def _well_formed(params: dict[str, Any] | None) -> bool:
+    """The server's sampling params are ones a host's SDK takes (else: the stored copy)."""
+    try:
+        CreateMessageRequestParams.model_validate(params)
+    except ValidationError:
+        return False
+    return True
 
 
 def form_answer(kind: InputKind, reply: dict[str, Any]) -> dict[str, Any]:
@@ -98,4 +120,4 @@ def form_answer(kind: InputKind, reply: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"roots": " ".join(uris)}}
 
 
-__all__ = ["CAPABILITY", "form_answer", "host_request"]
+__all__ = ["CAPABILITY", "SAMPLING", "form_answer", "host_request"]

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from chit.engine._groups import sole_error
-from chit.engine.models import ReceiptUpdate, Resync
+from chit.engine.models import EngineEvent, ReceiptUpdate, Resync
 from chit.errors import ChitError, UsageError
 from chit.proxy.inputs import host_request
-from chit.receipts import InputKind, LifecycleState, Receipt
+from chit.receipts import InputKind, InputRequest, LifecycleState, Receipt
 from chit.tasks.server import TaskContext, TaskProtocolError
 from chit.tasks.server.tools import TaskGone
 
@@ -69,6 +69,8 @@ class Mirror:
         """Receipt keys of sampling/roots questions kept for the person (the host's
         answer was refused) → why."""
         self.latest: Receipt | None = None
+        self.as_sent: dict[str, dict[str, Any] | None] = {}
+        """Receipt key → the request the host is asked for that question (read once)."""
 
     async def run(self) -> Any:
         """Follow the receipt to its end; return the result (or raise the task's error)."""
@@ -122,10 +124,7 @@ class Mirror:
 
     async def _pump(self, stream: Any) -> None:
         async for event in stream:
-            if isinstance(event, ReceiptUpdate) and event.receipt.receipt_id == self.rid:
-                self.latest = event.receipt
-            elif isinstance(event, Resync):
-                self.latest = await self.host.backend.receipt(self.rid)
+            self.latest = await newest(self.host, self.rid, self.latest, event)
             self.rt.wake(self.task_id)
 
     async def _sync(self, receipt: Receipt) -> None:
@@ -133,7 +132,7 @@ class Mirror:
         if row is None or row.status not in _ACTIVE:
             raise TaskGone(self.task_id)
         await self._forward_answers(receipt, row.input_responses)
-        wanted = self._prompts(receipt)
+        wanted = await self._prompts(receipt)
         withdraw = {k for k in row.pending_inputs if k not in wanted}
         if withdraw:
             self.sent |= withdraw
@@ -157,7 +156,7 @@ class Mirror:
         elif message and message != row.status_message:
             await self.rt.set_status_message(self.task_id, message)
 
-    def _prompts(self, receipt: Receipt) -> dict[str, dict[str, Any]]:
+    async def _prompts(self, receipt: Receipt) -> dict[str, dict[str, Any]]:
         """The receipt's pending prompts the host may be asked (as stored input requests).
 
         Each kind goes to a host that declared its capability (elicitation, sampling,
@@ -170,12 +169,22 @@ class Mirror:
         for q in receipt.pending_inputs:
             if not self.host.may_ask(q.kind) or q.key in self.kept:
                 continue
-            request = host_request(q)
             key = self._host_key(q.key) if q.kind is InputKind.ELICITATION else q.key
-            if request is None or key in self.sent:
+            if key in self.sent:
                 continue
-            out[key] = request
+            request = await self._request(q)
+            if request is not None:
+                out[key] = request
         return out
+
+    async def _request(self, q: InputRequest) -> dict[str, Any] | None:
+        """What the host is asked for ``q``: a sampling question as its server sent it."""
+        if q.kind is not InputKind.SAMPLING:
+            return host_request(q)
+        if q.key not in self.as_sent:  # once: the host is asked it once
+            sent = await self.host.backend.question(self.rid, q.key)
+            self.as_sent[q.key] = host_request(q, sent)
+        return self.as_sent[q.key]
 
     def _host_key(self, key: str) -> str:
         """The key the host is asked under (a new one after a refused answer)."""
@@ -208,6 +217,10 @@ class Mirror:
                     self.kept[key] = why
             except ChitError as exc:  # answered in chit first, or the server went away
                 log.info("host answer to %s not delivered: %s", self.rid, exc.message)
+                # Still pending (not answered in chit first), it is the person's now
+                # (chit.proxy.starts): the host's task says so instead of going quiet.
+                why = f"Answer not delivered ({exc.message}); it waits in chit's inbox"
+                self.kept[key] = why
 
     async def _cancel_if_asked(self) -> None:
         row = self.rt.store.get(self.task_id)
@@ -227,6 +240,26 @@ class Mirror:
                     raise TaskProtocolError(-32603, message) from exc
                 await anyio.sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def newest(
+    host: ProxyHost, rid: str, latest: Receipt | None, event: EngineEvent
+) -> Receipt | None:
+    """The receipt after ``event``: its own, or read again after a ``Resync``.
+
+    Never an older one than ``latest``: the changes queued after a subscription starts
+    or after a ``Resync`` (events were dropped) may predate the receipt read then, and
+    taking one would withdraw from the host a question the read already showed it.
+    """
+    if isinstance(event, ReceiptUpdate) and event.receipt.receipt_id == rid:
+        found = event.receipt
+    elif isinstance(event, Resync):
+        found = await host.backend.receipt(rid)
+    else:
+        return latest
+    if latest is not None and found.version < latest.version:
+        return latest
+    return found
 
 
 def unwrap(group: BaseExceptionGroup[BaseException]) -> BaseException:

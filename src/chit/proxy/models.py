@@ -162,6 +162,22 @@ class HostAnswerParams(_Model):
     reply: dict[str, Any]
 
 
+class QuestionParams(_Model):
+    """``proxy.question``: one of the receipt's questions (by its stored key)."""
+
+    receipt_id: str
+    key: str
+
+
+class ServerRequest(_Model):
+    """``proxy.question``'s result: the server's own request behind a question, redacted
+    (``chit.proxy.sampled``); both None when it is not at hand — the host is then asked
+    from chit's stored copy."""
+
+    method: str | None = None
+    params: dict[str, Any] | None = None
+
+
 class GaveUpParams(_Model):
     """``proxy.gave_up``: the host stopped waiting for a call that is a task."""
 

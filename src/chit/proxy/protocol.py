@@ -16,6 +16,7 @@ Proxy → daemon requests:
 | ``proxy.cancel`` | ``RouteParams`` | null |
 | ``proxy.start`` | ``StartParams`` | ``StartReply`` |
 | ``proxy.outcome`` | ``ReceiptParams`` | ``Answer`` |
+| ``proxy.question`` | ``QuestionParams`` | ``ServerRequest`` |
 | ``proxy.answer`` | ``HostAnswerParams`` | ``Receipt`` |
 | ``proxy.gave_up`` | ``GaveUpParams`` | ``Receipt`` |
 | ``proxy.hosts`` | — | ``[ConnectedHost]`` |
@@ -40,8 +41,10 @@ from chit.proxy.models import (
     HostAnswerParams,
     HostParams,
     NotifyParams,
+    QuestionParams,
     ReceiptParams,
     RouteParams,
+    ServerRequest,
     StartParams,
     StartReply,
     UpstreamInfo,
@@ -75,6 +78,7 @@ METHODS: dict[str, rpc.Method] = {
         _method("proxy.cancel", RouteParams, None, 30),
         _method("proxy.start", StartParams, StartReply, _LONG),
         _method("proxy.outcome", ReceiptParams, Answer, 300),
+        _method("proxy.question", QuestionParams, ServerRequest, 60),
         _method("proxy.answer", HostAnswerParams, Receipt, 900),
         _method("proxy.gave_up", GaveUpParams, Receipt, 60),
         _method("proxy.hosts", rpc.NoParams, list[ConnectedHost], 30),

@@ -39,8 +39,10 @@ from chit.proxy.models import (
     NoticeParams,
     NotifyParams,
     ProgressParams,
+    QuestionParams,
     ReceiptParams,
     RouteParams,
+    ServerRequest,
     StartParams,
     StartReply,
     UpstreamInfo,
@@ -191,6 +193,16 @@ class RemoteBackend(RemoteEngine):
         """See :meth:`ProxyBackend.outcome`."""
         answer: Answer = await self._request("proxy.outcome", ReceiptParams(receipt_id=receipt_id))
         return answer
+
+    async def question(self, receipt_id: str, key: str) -> ServerRequest:
+        """See :meth:`ProxyBackend.question` (a daemon without it: the stored copy)."""
+        params = QuestionParams(receipt_id=receipt_id, key=key)
+        try:
+            found: ServerRequest = await self._request("proxy.question", params)
+        except ChitError as exc:
+            log.info("the server's request for %s is not at hand: %s", receipt_id, exc.message)
+            return ServerRequest()
+        return found
 
     async def answer_for_host(self, receipt_id: str, key: str, reply: dict[str, Any]) -> Receipt:
         """See :meth:`ProxyBackend.answer_for_host`."""

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from chit import clock
-from chit.errors import Conflict, NotFound, UsageError
+from chit.errors import ChitError, Conflict, NotFound, UsageError
 from chit.proxy import wire as pwire
 from chit.proxy.inputs import CAPABILITY, form_answer
 from chit.proxy.models import META_WORK, Answer, StartParams, StartReply
@@ -266,6 +266,8 @@ class Starts:
         roots result becomes the form answer a person gives (:func:`form_answer`) and
         is checked as a person's is (a roots answer shares only ``file://`` URIs); a
         refused one stays in chit's inbox for the person, the host is not asked again.
+        Any answer that could not be delivered while its question stays pending leaves
+        the question to the person too (:meth:`host_asks`).
 
         Raises:
             UsageError: not a result of its request, or refused. Conflict: nothing
@@ -276,29 +278,36 @@ class Starts:
         kind = request.kind if request is not None else InputKind.ELICITATION
         form = kind in (InputKind.SAMPLING, InputKind.ROOTS)
         try:
-            reply = form_answer(kind, reply)
-            action = reply.get("action")
-            content = reply.get("content")
-            if action == "accept":
-                return await self.sup.answers.answer(
-                    receipt_id,
-                    key,
-                    content if isinstance(content, dict) else {},
-                    validate=form,
-                    by_host=True,
-                )
+            return await self._pass_on(receipt_id, key, kind, reply)
         except UsageError as exc:
             if form and request is not None and request.is_pending:
-                self.refused.setdefault(receipt_id, set()).add(key)
-                log.info(
-                    "the host's answer to %s question %s of %s was refused (%s): it waits"
-                    " in chit's inbox",
-                    kind.value,
-                    key,
-                    receipt_id,
-                    exc.message,
-                )
+                self._to_person(receipt_id, key, f"{kind.value} answer refused", exc)
             raise
+        except ChitError as exc:
+            # Not delivered (the server unreachable, or its request gone): a question still
+            # pending is the person's now. The host holds its answer as given and is not
+            # asked again, so leaving it the host's would leave it to nobody.
+            after = self.sup.store.receipts.get(receipt_id)
+            still = after.input_request(key) if after is not None else None
+            if after is not None and not after.is_terminal and still and still.is_pending:
+                self._to_person(receipt_id, key, "answer not delivered", exc)
+            raise
+
+    async def _pass_on(
+        self, receipt_id: str, key: str, kind: InputKind, reply: dict[str, Any]
+    ) -> Receipt:
+        form = kind in (InputKind.SAMPLING, InputKind.ROOTS)
+        reply = form_answer(kind, reply)
+        action = reply.get("action")
+        content = reply.get("content")
+        if action == "accept":
+            return await self.sup.answers.answer(
+                receipt_id,
+                key,
+                content if isinstance(content, dict) else {},
+                validate=form,
+                by_host=True,
+            )
         return await self.sup.answers.answer(
             receipt_id,
             key,
@@ -306,6 +315,17 @@ class Starts:
             decline=action == "decline",
             cancel=action != "decline",
             by_host=True,
+        )
+
+    def _to_person(self, receipt_id: str, key: str, what: str, exc: ChitError) -> None:
+        """The host's answer to ``key`` did not get through: a person may answer it now."""
+        self.refused.setdefault(receipt_id, set()).add(key)
+        log.info(
+            "host's %s (question %s of %s: %s): it waits in chit's inbox",
+            what,
+            key,
+            receipt_id,
+            exc.message,
         )
 
     async def gave_up(self, att: Attachment, receipt_id: str, why: str) -> Receipt:

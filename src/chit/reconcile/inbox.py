@@ -8,12 +8,18 @@ holds the callback until the user answers — for at most ``answer_wait_s``, aft
 the request is closed and re-opened on a later check (never a hang). After a restart a
 pending request is expected to be re-delivered on the new ``tasks/result``; when it is
 not within ``redeliver_wait_s`` it is marked lost ("prompt lost").
+
+A sampling request's params are kept in memory, as the server sent them, exactly while
+its request is open (:meth:`LegacyInbox.server_request`): ``chit proxy`` forwards them
+to its host (redacted on the way out); the receipt stores only the bounded, redacted
+transcript a person reads.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -96,6 +102,7 @@ class LegacyInbox:
         self._watches: dict[str, Watch] = {}
         self._answers: dict[tuple[str, str], ElicitResult] = {}
         self._waiters: dict[tuple[str, str], anyio.Event] = {}
+        self._sampling: dict[tuple[str, str], dict[str, Any]] = {}
 
     def watching(self, receipt_id: str) -> bool:
         """True while a ``tasks/result`` is open for the receipt."""
@@ -108,6 +115,21 @@ class LegacyInbox:
     def has_waiter(self, receipt_id: str, key: str) -> bool:
         """True when a delivered prompt is waiting for this answer right now."""
         return (receipt_id, key) in self._waiters
+
+    def server_request(self, receipt_id: str, key: str) -> dict[str, Any] | None:
+        """The params of the open sampling request ``key`` as the server sent them.
+
+        None once its request closed (answered, declined, the bounded wait ended, its
+        ``tasks/result`` ended with the task: a re-delivery keeps it again), for another
+        kind, or one too large to keep (:func:`questions.sampling_params`). Raw: the
+        caller redacts.
+        """
+        return self._sampling.get((receipt_id, key))
+
+    @property
+    def kept_requests(self) -> int:
+        """How many sampling requests' params are kept now (one per open request)."""
+        return len(self._sampling)
 
     def deliver(self, receipt_id: str, key: str, reply: ElicitResult) -> None:
         """Queue the user's answer; a waiting prompt (or a re-delivered one) takes it."""
@@ -171,6 +193,10 @@ class LegacyInbox:
             # have replaced it, and must not be forgotten by the old one's exit.
             if self._watches.get(rid) is watch:
                 del self._watches[rid]
+                # Its requests closed with it (the task ended, or the stream did): a
+                # handler the server did not cancel must not keep their params.
+                for held in [k for k in self._sampling if k[0] == rid]:
+                    del self._sampling[held]
 
     def _outcome_events(self, rid: str, outcome: TaskOutcome) -> list[Event]:
         """The result and, as the reconciler would, the acceptance verdict on it.
@@ -203,6 +229,20 @@ class LegacyInbox:
             if old in watch.expected:
                 key = old
         watch.delivered.add(key)
+        # Kept before the question is stored: whoever sees the question can have them.
+        kept = questions.sampling_params(request)
+        if kept is not None:
+            self._sampling[(rid, key)] = kept
+        try:
+            return await self._answer_prompt(rid, watch, key, request)
+        finally:
+            # The request ends here; a re-delivery of it (another watch) keeps its own.
+            if kept is not None and self._sampling.get((rid, key)) is kept:
+                del self._sampling[(rid, key)]
+
+    async def _answer_prompt(
+        self, rid: str, watch: Watch, key: str, request: InputRequest
+    ) -> InputResponse | ErrorData:
         self._writer.apply(rid, [InputRequested(request=seen_request(key, request))])
         watch.first_input.set()
         reply = self._answers.pop((rid, key), None)

@@ -25,6 +25,7 @@ CLI) or literal (the TUI).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,10 @@ PART_MAX = 200
 
 PERSON_MODEL = "a person, through chit"
 """The model name reported to the server when the person does not give one."""
+
+SENT_MAX = 512 * 1024
+"""Largest sampling request (JSON characters) kept to be forwarded as sent
+(:func:`sampling_params`)."""
 
 USER_REJECTED = -1
 """The spec's error code for a sampling request the user rejected."""
@@ -120,6 +125,23 @@ def seen(key: str, request: InputRequest, redact: Redact = str) -> InputRequestS
         message="the server asks which roots (directories, as file:// URIs) it may use",
         requested_schema=ROOTS_SCHEMA,
     )
+
+
+def sampling_params(request: InputRequest) -> dict[str, Any] | None:
+    """A sampling request's params as the server sent them, to forward to a host.
+
+    Without ``_meta`` (the server's session's own: its related task names the server's
+    handle); None for another kind of request, or one over :data:`SENT_MAX` (kept
+    nowhere, it would not fit a control-socket frame: the host is asked from the stored
+    copy). Not redacted: whoever hands it on redacts it.
+    """
+    if not isinstance(request, CreateMessageRequest):
+        return None
+    params = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    params.pop("_meta", None)
+    if len(json.dumps(params, separators=(",", ":"))) > SENT_MAX:
+        return None
+    return params
 
 
 def transcript(request: CreateMessageRequest, redact: Redact = str) -> str:
@@ -214,6 +236,7 @@ __all__ = [
     "host_result",
     "response",
     "roots_problems",
+    "sampling_params",
     "seen",
     "task_response",
     "transcript",

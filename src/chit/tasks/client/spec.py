@@ -70,9 +70,13 @@ class HttpServer:
 
 @dataclass(frozen=True)
 class InProcessServer:
-    """A server object in this process (tests, embedding)."""
+    """A server object in this process (tests, embedding).
+
+    ``declare``: client capabilities beyond elicitation, as for :class:`StdioServer`.
+    """
 
     server: Server[Any] | MCPServer
+    declare: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """A human label."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -81,20 +82,29 @@ class TaskContext:
         system_prompt: str | None = None,
         max_tokens: int = 400,
         key: str | None = None,
+        history: Sequence[tuple[str, str]] = (),
+        options: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Ask the client's model (or person) for a reply to ``prompt``; wait for it.
 
         The tool must be registered with ``asks=("sampling",)``. 2026: a
         ``sampling/createMessage`` entry of ``inputRequests``; 2025: that request sent
-        on the client's open ``tasks/result``.
+        on the client's open ``tasks/result``. ``history`` (``(role, text)`` pairs) comes
+        before ``prompt`` in the conversation; ``options`` are further request fields as
+        the wire names them (``modelPreferences``, ``temperature``, ``stopSequences``,
+        ``includeContext``, ``metadata``).
 
         Returns:
             A ``CreateMessageResult`` dict (``content.text``, ``model``), or, when the
             client declined, a dict with ``"action": "decline"`` (and, on 2025, the
             client's JSON-RPC ``error``).
         """
+        turns = [*history, ("user", prompt)]
         params: dict[str, Any] = {
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            **(options or {}),
+            "messages": [
+                {"role": role, "content": {"type": "text", "text": text}} for role, text in turns
+            ],
             "maxTokens": max_tokens,
         }
         if system_prompt is not None:
