@@ -39,15 +39,23 @@ def no_keyring_env(home: Path) -> dict[str, str]:
     return env
 
 
+CLI_SAFETY_S = 180.0
+"""Bound on one CLI process (or a wait over several): a safety net, never a timing.
+
+At load 12 on two cores (a parallel run beside other engineers' suites) single ``chit call``
+and ``chit tools`` processes outlasted 60 s; a hang still fails, after this bound.
+"""
+
+
 def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
-    """Run ``python -m chit ARGS`` and capture its outcome."""
+    """Run ``python -m chit ARGS`` and capture its outcome (bounded by :data:`CLI_SAFETY_S`)."""
     proc = subprocess.run(
         [sys.executable, "-m", "chit", *args],
         env=env,
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=CLI_SAFETY_S,
     )
     return Ran(proc.returncode, proc.stdout, proc.stderr)
 

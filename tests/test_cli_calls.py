@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import Ran, no_keyring_env, run_chit
+from tests.cli_support import CLI_SAFETY_S, Ran, no_keyring_env, run_chit
 from tests.engine_support import file_key_env, write_config
 from tests.interop_support import http_server
 from tests.proc_support import free_port
@@ -94,7 +94,7 @@ def test_call_then_reconcile_and_show(env: dict[str, str]) -> None:
 
     # The server (another process) finishes when it finishes: reconcile until it has,
     # each pass a whole chit process (no sleep between them, a deadline over them).
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + CLI_SAFETY_S
     while True:
         report = json.loads(chit(env, "reconcile", "--once", "--json").out)
         assert report["checked"] == 1, report
@@ -139,7 +139,9 @@ def test_answer_input(env: dict[str, str], mode: str) -> None:
 
 
 def test_cancel_accept_reject(env: dict[str, str]) -> None:
-    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=20", "--json"))
+    # Long enough that it cannot end before the cancel, however starved the machine (a
+    # 20 s task completed first in a parallel run at load 12): the cancel ends it anyway.
+    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=900", "--json"))
     rid = str(doc["receipt_id"])
     cancelled = as_json(chit(env, "cancel", rid, "--json"))
     assert cancelled["cancel"]["posture"] in ("acknowledged", "observed")  # type: ignore[index]
@@ -186,7 +188,7 @@ def test_call_on_a_stdio_server_warns_that_the_task_stops_with_chit(tmp_path: Pa
 def test_cancel_with_a_handle_that_does_not_open_exits_4(env: dict[str, str]) -> None:
     import sqlite3
 
-    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=20", "--json"))
+    doc = as_json(chit(env, "call", "demo", "slow_compute", "--arg", "seconds=900", "--json"))
     rid = str(doc["receipt_id"])
     db = sqlite3.connect(Path(env["CHIT_HOME"]) / "chit.db")
     with db:

@@ -24,12 +24,12 @@ import pytest
 from chit.errors import UsageError
 from chit.home import Home
 from chit.receipts import InputKind, InputRequest
-from tests.cli_support import no_keyring_env, run_chit, seed_receipt
+from tests.cli_support import CLI_SAFETY_S, no_keyring_env, run_chit, seed_receipt
 from tests.engine_support import file_key_env, write_config
 from tests.interop_support import http_server
 from tests.proc_support import free_port
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -323,7 +323,7 @@ def test_answer_on_a_terminal_asks_for_the_fields(env: dict[str, str]) -> None:
     env["CHIT_TASK_MODE"] = "2026"
     ran = run_chit("call", "demo", "confirm_delete", "--arg", "filename=b.txt", "--json", env=env)
     rid = json.loads(ran.out)["receipt_id"]
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + CLI_SAFETY_S
     while json.loads(run_chit("show", rid, "--json", env=env).out)["state"] != "input_required":
         assert time.monotonic() < deadline
         run_chit("reconcile", "--once", env=env)

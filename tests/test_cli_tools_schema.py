@@ -14,7 +14,7 @@ from chit.cli.schema_text import schema_lines, tool_lines
 from tests.cli_support import no_keyring_env, run_chit
 from tests.engine_support import file_key_env, write_config
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 
 @dataclass

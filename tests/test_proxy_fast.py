@@ -60,7 +60,7 @@ class RawHost:
         body["_meta"] = {**ENVELOPE, **params.get("_meta", {})}
         self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": body})
 
-    def answer(self, rid: int, timeout: float = 60) -> bytes:
+    def answer(self, rid: int, timeout: float = 180) -> bytes:
         """The answer line for ``rid`` (waiting for it with a deadline)."""
         deadline = time.monotonic() + timeout
         while rid not in self.raw:
