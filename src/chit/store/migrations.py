@@ -22,6 +22,7 @@ from chit.store.db import fetch_all, fetch_one, immediate, translated
 from chit.store.errors import StoreCorrupt, StoreTooNew
 from chit.store.schema_v9 import REQUEST_KEY_IS_ID
 from chit.store.schema_v10 import CHANGE_IS_ROWID
+from chit.store.schema_v11 import REQUEST_KEY_TRIGGER_FAILS
 
 MIGRATION_SET = "chit.store"
 
@@ -287,6 +288,14 @@ def m0010_change_is_rowid(db: sqlite_utils.Database) -> None:
     for statement in CHANGE_IS_ROWID:
         db.execute(statement)
     db.execute("PRAGMA user_version=10")
+
+
+@migrations(name="0011_request_key_trigger_fails")
+def m0011_request_key_trigger_fails(db: sqlite_utils.Database) -> None:
+    """Recreate the request-key trigger with ``RAISE(FAIL)``: no statement journal per insert."""
+    for statement in REQUEST_KEY_TRIGGER_FAILS:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=11")
 
 
 KNOWN = [m.name for m in migrations._migrations]

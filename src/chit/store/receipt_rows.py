@@ -25,9 +25,11 @@ _COLUMNS = (
 # (0010): an update that takes one moves its row to the end of the table.
 _NEXT_CHANGE = "(SELECT coalesce(max(change_seq), 0) + 1 FROM receipts)"
 # Positional parameters, in ``insert_params``' order: binding twenty names costs more than
-# building the tuple.
+# building the tuple. ``OR FAIL``: every check runs before the row is written, so a failed
+# one has nothing to undo, and with the trigger's ``RAISE(FAIL)`` (0011) SQLite keeps no
+# statement journal for the insert (``schema_v11``).
 INSERT = (
-    f"INSERT INTO receipts ({_COLUMNS}, change_seq) VALUES"
+    f"INSERT OR FAIL INTO receipts ({_COLUMNS}, change_seq) VALUES"
     f" (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_NEXT_CHANGE})"
 )
 UPDATE = (
