@@ -20,12 +20,10 @@ Released statements: never edit them (add a migration instead).
 
 from __future__ import annotations
 
+from chit.store.schema_v9 import REQUEST_KEY_IS_ID
+
 REQUEST_KEY_TRIGGER_FAILS = [
     "DROP TRIGGER receipts_request_key_unique",
-    """CREATE TRIGGER receipts_request_key_unique BEFORE INSERT ON receipts
-       WHEN EXISTS (SELECT 1 FROM receipts
-                    WHERE request_key = NEW.request_key AND request_key <> receipt_id)
-         OR (NEW.request_key <> NEW.receipt_id AND EXISTS (SELECT 1 FROM receipts
-             WHERE receipt_id = NEW.request_key AND request_key = receipt_id))
-       BEGIN SELECT RAISE(FAIL, 'UNIQUE constraint failed: receipts.request_key'); END""",
+    # 0009's trigger as it was (its WHEN clause and message), raising FAIL.
+    REQUEST_KEY_IS_ID[-1].replace("RAISE(ABORT,", "RAISE(FAIL,"),
 ]
