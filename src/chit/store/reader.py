@@ -43,6 +43,7 @@ MIGRATIONS = (
     "0008_one_listing_index",
     "0009_request_key_is_id",
     "0010_change_is_rowid",
+    "0011_request_key_trigger_fails",
 )
 """The migrations a current store has applied, as ``chit.store.migrations`` names them
 (tests/test_store_db.py fails when the two lists differ). Were this one behind, a newer
