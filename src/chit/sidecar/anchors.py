@@ -4,7 +4,8 @@
 provisional anchor and the start intent are written, in **one** ``BEGIN IMMEDIATE``
 transaction, so no crash can leave an anchor that nothing will materialize. Follow-ups
 (note, status, complete) are accepted while the anchor is provisional and queued in
-``seq`` order; only a dead anchor refuses them, with the reason.
+``seq`` order; only a dead anchor refuses them, with the reason. The store's reads
+(anchors, intents, ``inspect``) are in ``chit.sidecar.anchor_reads``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chit import clock
+from chit.sidecar.anchor_reads import AnchorReads, UnknownItem
 from chit.sidecar.contract import ContractError, hashed, request_hash
 from chit.sidecar.models import (
     DEAD_REASON,
@@ -28,13 +30,20 @@ from chit.sidecar.models import (
 from chit.sidecar.sql import (
     SidecarDb,
     Target,
-    fetch_all,
     fetch_one,
     immediate,
     open_database,
     quick_check,
     write,
 )
+
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "IdempotencyConflict",
+    "PresenceOf",
+    "SidecarStore",
+    "UnknownItem",
+]
 
 DEFAULT_MAX_ATTEMPTS = 8
 
@@ -57,10 +66,6 @@ def _gone(presence: PresenceOf | None, item_id: str) -> bool:
     return presence is not None and presence(item_id) in ("deleted", "absent")
 
 
-class UnknownItem(LookupError):
-    """No such item for this principal (also: it belongs to another principal)."""
-
-
 class IdempotencyConflict(ContractError):
     """An idempotency key was reused with different arguments (permanent)."""
 
@@ -70,7 +75,7 @@ class IdempotencyConflict(ContractError):
         )
 
 
-class SidecarStore:
+class SidecarStore(AnchorReads):
     """The anchors and intents of one sidecar store (one connection, one thread).
 
     The store is a SQLite file or a PostgreSQL database (``chit.sidecar.sql``).
@@ -99,42 +104,6 @@ class SidecarStore:
     def quick_check(self) -> list[str]:
         """Integrity check lines (``["ok"]`` when sound)."""
         return quick_check(self.db)
-
-    # --- reads --------------------------------------------------------------------
-
-    def anchor(self, item_id: str, principal: str | None = None) -> Anchor | None:
-        """The anchor of ``item_id`` (restricted to ``principal`` when given)."""
-        sql = "SELECT * FROM anchors WHERE item_id = ?"
-        params: list[Any] = [item_id]
-        if principal is not None:
-            sql += " AND principal = ?"
-            params.append(principal)
-        row = fetch_one(self.db, sql, params)
-        return Anchor.from_row(row) if row is not None else None
-
-    def intent(self, intent_id: str) -> Intent | None:
-        """One intent by id."""
-        row = fetch_one(self.db, "SELECT * FROM intents WHERE id = ?", [intent_id])
-        return Intent.from_row(row) if row is not None else None
-
-    def intents_of(self, item_id: str) -> list[Intent]:
-        """An item's intents in order."""
-        rows = fetch_all(self.db, "SELECT * FROM intents WHERE item_id = ? ORDER BY seq", [item_id])
-        return [Intent.from_row(r) for r in rows]
-
-    def anchors(self, *, state: str | None = None, limit: int = 500) -> list[Anchor]:
-        """Anchors (optionally of one state), oldest update first.
-
-        The page is chosen from ``anchors_by_state`` alone (it carries the update time),
-        so only the rows returned are read.
-        """
-        where = "" if state is None else " WHERE state = ?"
-        params: list[Any] = [] if state is None else [state]
-        sql = (
-            "SELECT * FROM anchors WHERE item_id IN (SELECT item_id FROM anchors"
-            f"{where} ORDER BY updated_at, item_id LIMIT ?) ORDER BY updated_at, item_id"
-        )
-        return [Anchor.from_row(r) for r in fetch_all(self.db, sql, [*params, limit])]
 
     # --- openWork -------------------------------------------------------------------
 
@@ -355,53 +324,3 @@ class SidecarStore:
         """Mark an anchor dead (the library item is gone); pending intents stay for the log."""
         with immediate(self.db):
             self._kill(item_id, reason)
-
-    # --- inspection -------------------------------------------------------------------
-
-    def inspect(self, principal: str, item_id: str) -> dict[str, Any]:
-        """Anchor state, materialized, open intents and the last failure with its class.
-
-        Raises:
-            UnknownItem: no such item for ``principal``.
-        """
-        anchor = self.anchor(item_id, principal)
-        if anchor is None:
-            raise UnknownItem(item_id)
-        intents = self.intents_of(item_id)
-        open_ = [i for i in intents if i.state in ("pending", "retrying", "blocked")]
-        failures = [i for i in intents if i.error is not None]
-        last = max(failures, key=lambda i: i.updated_at) if failures else None
-        return {
-            "item_id": anchor.item_id,
-            "state": anchor.state,
-            "anchor": anchor.state,
-            "materialized": anchor.materialized,
-            "task_key": anchor.task_key,
-            "dead_reason": anchor.dead_reason,
-            "pending": [
-                {
-                    "intent_id": i.id,
-                    "kind": i.kind,
-                    "seq": i.seq,
-                    "state": i.state,
-                    "failure_class": i.failure_class,
-                    "reason": i.error,
-                    "attempts": i.attempts,
-                    "next_attempt_at": i.next_attempt_at,
-                }
-                for i in open_
-            ],
-            "applied": sum(1 for i in intents if i.state == "applied"),
-            "last_failure": None
-            if last is None
-            else {
-                "intent_id": last.id,
-                "kind": last.kind,
-                "state": last.state,
-                "failure_class": last.failure_class,
-                "reason": last.error,
-                "at": last.updated_at,
-            },
-            "created_at": anchor.created_at,
-            "updated_at": anchor.updated_at,
-        }
