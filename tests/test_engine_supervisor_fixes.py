@@ -245,3 +245,29 @@ async def test_intent_moves_check_the_state_they_move_from(tmp_path: Path) -> No
         sup.abandon_intent(key)
         intent = sup.store.intents.get(key)
         assert intent is not None and intent.state is IntentState.ABANDONED
+
+
+async def test_a_call_whose_commits_wait_is_never_marked_unknown(tmp_path: Path) -> None:
+    """A heartbeat's intent recovery while a call's intent or acceptance waits for its
+    group commit leaves the call alone (it once marked it unknown under the call)."""
+    from chit.receipts import IntentState
+    from chit.runtime import EngineEvent, IntentUnknown
+
+    events: list[EngineEvent] = []
+    resumed: list[int] = []
+    async with supervisor(
+        tmp_path / "home", _demo(tmp_path), fast_options(intent_grace_s=0.0)
+    ) as sup:
+        sup.subscribe(events.append)
+        run = sup.writer.group.run
+
+        async def heartbeat_first(op: Any, then: Any = None) -> Any:
+            resumed.append(sup.resume_intents())  # a heartbeat while the commit waits
+            return await run(op, then)
+
+        sup.writer.group.run = heartbeat_first  # type: ignore[method-assign]
+        r = await sup.call("demo", "slow_compute", {"seconds": 60})
+        intent = sup.store.intents.get(r.request_key)
+        assert intent is not None and intent.state is IntentState.ACCEPTED
+    assert resumed == [0, 0]  # the intent's commit, then the acceptance's
+    assert not [e for e in events if isinstance(e, IntentUnknown)]

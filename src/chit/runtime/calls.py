@@ -138,10 +138,17 @@ class Calls:
             purpose=purpose,
             work_ref=work_ref,
         )
-        owner = self.owner
-        # Durable before the request leaves: committed (in a group, off the loop) first.
-        await self.writer.group.run(lambda store: store.intents.begin(intent, owner=owner))
-        return await self.send(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
+        owner, key = self.owner, intent.request_key
+        # On the wire from now on for intent recovery, which must never take this call's
+        # intent for an orphan's while the intent or its acceptance waits for a group
+        # commit (a heartbeat between the two would mark it unknown under the call).
+        self.sending.add(key)
+        try:
+            # Durable before the request leaves: committed (in a group, off the loop) first.
+            await self.writer.group.run(lambda store: store.intents.begin(intent, owner=owner))
+            return await self.send(intent, args, ttl_ms=ttl_ms, accept_if=accept_if)
+        finally:
+            self.sending.discard(key)
 
     async def _check(
         self, client: TaskClient, server: str, tool: str, arguments: dict[str, Any]
@@ -177,27 +184,29 @@ class Calls:
         accept_if: str | None,
     ) -> Receipt:
         """Send a stored ``sending`` intent and record what the server answered."""
-        client = await connect(self.pool, intent.server)
         key = intent.request_key
-        self.sending.add(key)
+        self.sending.add(key)  # until its acceptance is recorded (see ``call``)
         try:
-            started = await client.start(intent.tool, arguments, request_key=key, ttl_ms=ttl_ms)
-        except TaskError as exc:
-            if exc.failure_class == "transient":
-                self.pool.broken(intent.server)
-                self.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(exc))[:300])
-                raise ServerUnreachable(
-                    f"the call's outcome is unknown ({exc.message}); see 'chit intents' to "
-                    f"retry {key} with the same request key or abandon it"
-                ) from exc
-            self.store.intents.mark(key, IntentState.REJECTED, error=redact(str(exc))[:300])
-            raise typed_error(exc, "the server refused the call") from exc
+            client = await connect(self.pool, intent.server)
+            try:
+                started = await client.start(intent.tool, arguments, request_key=key, ttl_ms=ttl_ms)
+            except TaskError as exc:
+                if exc.failure_class == "transient":
+                    self.pool.broken(intent.server)
+                    error = redact(str(exc))[:300]
+                    self.store.intents.mark(key, IntentState.UNKNOWN, error=error)
+                    raise ServerUnreachable(
+                        f"the call's outcome is unknown ({exc.message}); see 'chit intents' "
+                        f"to retry {key} with the same request key or abandon it"
+                    ) from exc
+                self.store.intents.mark(key, IntentState.REJECTED, error=redact(str(exc))[:300])
+                raise typed_error(exc, "the server refused the call") from exc
+            if isinstance(started, TaskHandle):
+                # The common case, committed off the loop in a group with other calls'.
+                return await self._record_task_async(intent, started, accept_if)
+            return self.record_started(intent, started, accept_if=accept_if)
         finally:
             self.sending.discard(key)
-        if isinstance(started, TaskHandle):
-            # The common case, committed off the loop in a group with other calls'.
-            return await self._record_task_async(intent, started, accept_if)
-        return self.record_started(intent, started, accept_if=accept_if)
 
     def record_started(
         self,
