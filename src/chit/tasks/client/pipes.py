@@ -16,7 +16,10 @@ streams are served straight from the pipes (POSIX, asyncio):
   the SDK's models, request bookkeeping or receive loop (``chit proxy``'s forwarded
   requests, whose answers are passed on unread). Their ids come from the session's
   own counter, so they never meet the session's requests, and an answer is settled in
-  the order the server sent it (after the messages before it).
+  the order the server sent it (after the messages before it);
+* a task status notification goes to :attr:`ServerPipes.on_note` when one is set (the
+  task client's :class:`~chit.tasks.client.hint_queue.HintQueue`), not through the
+  session: a hint, read as JSON and coalesced per task.
 
 Starting and stopping the process: :mod:`chit.tasks.client.pipe_stdio`.
 """
@@ -39,6 +42,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from chit.tasks.client.hint_queue import NOTE_MARK, task_note
 from chit.tasks.client.noise import StdoutNoise
 from chit.tasks.client.pipe_calls import Outcome, PipeCall, Reply, closed, parse_answer
 from chit.tasks.client.tap import Tap
@@ -85,6 +89,8 @@ class ServerPipes:
         self._drained: asyncio.Future[bool] | None = None
         self.in_closed = False
         self._calls: dict[Any, PipeCall] = {}
+        self.on_note: Callable[[str, dict[str, Any]], None] | None = None
+        """Takes (task id, params) of every task status notification (must not block)."""
         self.resume_reading()
 
     # --- reading ----------------------------------------------------------------------
@@ -125,6 +131,8 @@ class ServerPipes:
     def _line(self, line: bytes) -> None:
         if self._calls and self._answer(line):
             return
+        if self.on_note is not None and NOTE_MARK in line and self._note(line):
+            return
         try:
             item: Any = SessionMessage(
                 types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -149,6 +157,17 @@ class ServerPipes:
             self._push(Reply(call, outcome))  # after what the server sent before it
         else:
             call.settle(outcome)
+        return True
+
+    def _note(self, line: bytes) -> bool:
+        """Hand ``line`` to :attr:`on_note` if it is a task status notification."""
+        parsed = task_note(line)
+        if parsed is None or self.on_note is None:
+            return False
+        task_id, params, msg = parsed
+        if self.tap is not None:
+            self._observe("received", msg)
+        self.on_note(task_id, params)
         return True
 
     def _push(self, item: Any) -> None:
