@@ -1,11 +1,14 @@
-"""2026 push: one ``subscriptions/listen`` per server for the tasks still worth hearing about.
+"""2026 push: ``subscriptions/listen`` streams per server for the tasks still worth hearing about.
 
 A 2026 server pushes nothing unasked: the client subscribes with ``TaskClient.watch``
-naming the task ids. This keeps one such subscription per 2026 server covering the
-non-terminal receipts the reconciler has checked, and re-subscribes when new live tasks
-appear (debounced; the new subscription is open before the old one closes, so no change
-falls between them). Tasks that end need no re-subscription: the server stops pushing
-a task once it is terminal.
+naming the task ids. New live tasks gather for ``resubscribe_s`` and then get a stream
+of their own, naming only them: re-subscribing *every* live task each time a few were
+created cost the server two row reads per live task per subscription (its visibility
+check and its baseline), which at 2,000 live tasks and four subscriptions a second was
+most of the server's time while tasks were being created. A stream whose tasks have
+all ended is closed; more than ``max_streams`` open are folded into one naming every
+live task (opened before the others close, so no change falls between them). Tasks that
+end need no re-subscription: the server stops pushing a task once it is terminal.
 
 A push is only a hint (``on_hint`` of the connection): it triggers an immediate, coalesced
 ``tasks/get``; polling stays the source of truth, so a missed or refused subscription
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,17 +32,30 @@ from chit.tasks.client import TaskClient, TaskError
 log = logging.getLogger("chit.reconcile")
 
 RESUBSCRIBE_S = 0.25
-"""How long new live tasks gather before one re-subscription covers them all."""
+"""How long new live tasks gather before one subscription covers them all."""
 
 RETRY_S = 2.0
 """Pause after a refused or failed subscription (the schedule keeps polling meanwhile)."""
 
 STALE_CHECK_S = 1.0
-"""How often an open subscription looks whether its connection was replaced."""
+"""How often the open subscriptions look whether their connection was replaced or some
+of them cover only ended tasks."""
+
+MAX_STREAMS = 16
+"""Subscriptions open at once per server before they are folded into one."""
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One open ``subscriptions/listen`` stream."""
+
+    ids: frozenset[str]
+    accepted: frozenset[str]
+    stack: AsyncExitStack
 
 
 class PushSubscriptions:
-    """Keeps each 2026 server's task subscription in step with its live receipts."""
+    """Keeps each 2026 server's task subscriptions in step with its live receipts."""
 
     def __init__(
         self,
@@ -47,6 +64,7 @@ class PushSubscriptions:
         *,
         resubscribe_s: float = RESUBSCRIBE_S,
         retry_s: float = RETRY_S,
+        max_streams: int = MAX_STREAMS,
         clock: Clock | None = None,
     ) -> None:
         """Subscribe through ``pool``'s connections; the per-server loops run in ``tg``."""
@@ -55,13 +73,16 @@ class PushSubscriptions:
         self._tg = tg
         self.resubscribe_s = resubscribe_s
         self.retry_s = retry_s
+        self.max_streams = max_streams
         self.enabled = pool.options.notifications
         self._wanted: dict[str, set[str]] = {}
         self._changed: dict[str, anyio.Event] = {}
         self._serving: set[str] = set()
         self._no_push: set[str] = set()
+        self._single: set[str] = set()  # servers that refused a second stream
         self.subscribed: dict[str, frozenset[str]] = {}
         self.subscriptions = 0
+        self._open: dict[str, list[_Stream]] = {}  # per server, while its loop runs
 
     def track(self, server: str, task_id: str, *, live: bool) -> None:
         """Say whether ``task_id`` of ``server`` is still live (after every check)."""
@@ -79,6 +100,10 @@ class PushSubscriptions:
             self._serving.add(server)
             self._tg.start_soon(self._serve, server)
 
+    def streams(self, server: str) -> list[frozenset[str]]:
+        """The task ids each open subscription of ``server`` names, oldest first."""
+        return [s.ids for s in self._open.get(server, [])]
+
     def _event(self, server: str) -> anyio.Event:
         event = self._changed.get(server)
         if event is None:
@@ -86,62 +111,99 @@ class PushSubscriptions:
         return event
 
     async def _serve(self, server: str) -> None:
+        streams: list[_Stream] = self._open.setdefault(server, [])
         try:
-            await self._loop(server)
+            await self._loop(server, streams)
         except Exception:
             log.exception("task subscription loop for %s failed", server)
         finally:
             self._serving.discard(server)
             self.subscribed.pop(server, None)
+            self._open.pop(server, None)
+            with anyio.CancelScope(shield=True):
+                for stream in streams:
+                    await _close(stream.stack)
 
-    async def _loop(self, server: str) -> None:
-        current: AsyncExitStack | None = None
+    async def _loop(self, server: str, streams: list[_Stream]) -> None:
         client: TaskClient | None = None
-        try:
-            while self._wanted.get(server):
-                await self.clock.sleep(self.resubscribe_s)  # let a burst of new tasks gather
-                self._changed[server] = anyio.Event()
-                try:
-                    client = await self._pool.get(server)
-                except TaskError:
-                    await self.clock.sleep(self.retry_s)
-                    continue
-                if client.generation != wire.PROTOCOL_2026:
-                    # 2025 servers push status unasked; no subscription to keep.
-                    self._no_push.add(server)
-                    self._wanted.pop(server, None)
-                    return
-                ids = sorted(self._wanted.get(server, ()))
-                fresh = AsyncExitStack()
-                try:
-                    accepted = await fresh.enter_async_context(client.watch(ids))
-                except TaskError as exc:
-                    await fresh.aclose()
-                    log.info("task subscription on %s refused: %s", server, exc.failure_class)
-                    await self.clock.sleep(self.retry_s)
-                    continue
-                if current is not None:
-                    await _close(current)  # the new one is open: nothing falls between
-                current = fresh
-                self.subscriptions += 1
-                self.subscribed[server] = accepted
-                await self._until_stale(server, client, frozenset(ids))
-        finally:
-            if current is not None:
-                with anyio.CancelScope(shield=True):
-                    await _close(current)
+        while self._wanted.get(server):
+            await self.clock.sleep(self.resubscribe_s)  # let a burst of new tasks gather
+            self._changed[server] = anyio.Event()
+            try:
+                current = await self._pool.get(server)
+            except TaskError:
+                await self.clock.sleep(self.retry_s)
+                continue
+            if current.generation != wire.PROTOCOL_2026:
+                # 2025 servers push status unasked; no subscription to keep.
+                self._no_push.add(server)
+                self._wanted.pop(server, None)
+                return
+            if current is not client:  # (re)connected: the old streams died with theirs
+                await _close_all(list(streams), streams)
+                client = current
+            if not await self._cover(server, client, streams):
+                await self.clock.sleep(self.retry_s)
+                continue
+            wanted = self._wanted.get(server, set())
+            ended = [s for s in streams if s.ids.isdisjoint(wanted)]
+            await _close_all(ended, streams)
+            self.subscribed[server] = frozenset().union(*(s.accepted for s in streams))
+            await self._until_stale(server, client, streams)
 
-    async def _until_stale(self, server: str, client: TaskClient, ids: frozenset[str]) -> None:
-        """Return when the subscription no longer covers what is wanted."""
+    async def _cover(self, server: str, client: TaskClient, streams: list[_Stream]) -> bool:
+        """Open a stream for the wanted tasks no open stream names; False if refused.
+
+        Past ``max_streams`` (one, for a server that refused a second), the new stream
+        names every wanted task and replaces the others once it is open.
+        """
+        wanted = self._wanted.get(server, set())
+        covered: set[str] = set().union(*(s.ids for s in streams))
+        fresh = wanted - covered
+        if not fresh:
+            return True
+        limit = 1 if server in self._single else self.max_streams
+        fold = len(streams) >= limit
+        ids = frozenset(wanted if fold else fresh)
+        stack = AsyncExitStack()
+        try:
+            accepted = await stack.enter_async_context(client.watch(sorted(ids)))
+        except TaskError as exc:
+            await stack.aclose()
+            log.info("task subscription on %s refused: %s", server, exc.failure_class)
+            if streams:
+                self._single.add(server)  # the next try folds into one
+            return False
+        self.subscriptions += 1
+        if fold:  # the new one is open: no change falls between it and the old ones
+            await _close_all(list(streams), streams)
+        streams.append(_Stream(ids, accepted, stack))
+        return True
+
+    async def _until_stale(self, server: str, client: TaskClient, streams: list[_Stream]) -> None:
+        """Return when new tasks want a stream, the connection was replaced, or a stream
+        covers only ended tasks."""
         while True:
             with self.clock.move_on_after(STALE_CHECK_S):
                 await self._event(server).wait()
             if self._pool.current(server) is not client:
-                return  # reconnected: the old stream died with its connection
+                return  # reconnected: the old streams died with their connection
             wanted = self._wanted.get(server, set())
-            if not wanted or not wanted <= ids:
+            if not wanted:
+                return
+            if any(s.ids.isdisjoint(wanted) for s in streams):
+                return
+            if not wanted <= set().union(*(s.ids for s in streams)):
                 return
             self._changed[server] = anyio.Event()
+
+
+async def _close_all(closing: list[_Stream], streams: list[_Stream]) -> None:
+    """Take each of ``closing`` out of ``streams`` and close it."""
+    for stream in closing:
+        if stream in streams:
+            streams.remove(stream)
+        await _close(stream.stack)
 
 
 async def _close(stack: AsyncExitStack) -> None:
