@@ -58,7 +58,7 @@ async def test_new_tasks_get_a_stream_of_their_own_ended_ones_close_many_fold(
     async with anyio.create_task_group() as tg:
         options = ClientOptions(mode="2026", read_timeout=30)
         pool = ConnectionPool(lambda _name: spec, tg, options, on_hint=on_hint)
-        push = PushSubscriptions(pool, tg, resubscribe_s=0.01, max_streams=3)
+        push = PushSubscriptions(pool, tg, resubscribe_s=0.01, max_streams=3, fold_after_s=3600)
         client = await pool.get("demo")
 
         async def batch(*seconds: float) -> list[str]:
@@ -86,5 +86,24 @@ async def test_new_tasks_get_a_stream_of_their_own_ended_ones_close_many_fold(
         # A fourth stream would pass max_streams: one names every live task instead.
         await _until(lambda: push.streams("demo") == [second | third | fourth | fifth])
         assert push.subscriptions == 5
+        tg.cancel_scope.cancel()
+    await pool.aclose()
+
+
+async def test_streams_fold_into_one_once_no_new_task_comes(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with anyio.create_task_group() as tg:
+        options = ClientOptions(mode="2026", read_timeout=30)
+        pool = ConnectionPool(lambda _name: spec, tg, options)
+        push = PushSubscriptions(pool, tg, resubscribe_s=0.01, fold_after_s=0.2)
+        client = await pool.get("demo")
+        first = await _start(client, 600)
+        push.track("demo", first, live=True)
+        await _until(lambda: push.streams("demo") == [frozenset([first])])
+        second = await _start(client, 600)
+        push.track("demo", second, live=True)
+        # Two streams while tasks come, one (naming both) once they stop coming.
+        await _until(lambda: push.streams("demo") == [frozenset([first, second])])
+        assert push.subscriptions == 3
         tg.cancel_scope.cancel()
     await pool.aclose()

@@ -4,11 +4,13 @@ A 2026 server pushes nothing unasked: the client subscribes with ``TaskClient.wa
 naming the task ids. New live tasks gather for ``resubscribe_s`` and then get a stream
 of their own, naming only them: re-subscribing *every* live task each time a few were
 created cost the server two row reads per live task per subscription (its visibility
-check and its baseline), which at 2,000 live tasks and four subscriptions a second was
-most of the server's time while tasks were being created. A stream whose tasks have
-all ended is closed; more than ``max_streams`` open are folded into one naming every
-live task (opened before the others close, so no change falls between them). Tasks that
-end need no re-subscription: the server stops pushing a task once it is terminal.
+check and its baseline), at 2,000 live tasks and four subscriptions a second a large
+share of its time while tasks were being created. A stream whose tasks all ended is
+closed. Once no new task came for ``fold_after_s``, or past ``max_streams``, the open
+streams are folded into one naming every live task (opened before the others close, so
+no change falls between them): a server re-reads a stream's tasks after a short quiet
+on it, so many small streams of slow tasks would cost it more than one. Tasks that end
+need no re-subscription: the server stops pushing a task once it is terminal.
 
 A push is only a hint (``on_hint`` of the connection): it triggers an immediate, coalesced
 ``tasks/get``; polling stays the source of truth, so a missed or refused subscription
@@ -44,6 +46,9 @@ of them cover only ended tasks."""
 MAX_STREAMS = 16
 """Subscriptions open at once per server before they are folded into one."""
 
+FOLD_AFTER_S = 2.0
+"""Several streams open and no new live task for this long: they are folded into one."""
+
 
 @dataclass(eq=False)
 class _Stream:
@@ -65,6 +70,7 @@ class PushSubscriptions:
         resubscribe_s: float = RESUBSCRIBE_S,
         retry_s: float = RETRY_S,
         max_streams: int = MAX_STREAMS,
+        fold_after_s: float = FOLD_AFTER_S,
         clock: Clock | None = None,
     ) -> None:
         """Subscribe through ``pool``'s connections; the per-server loops run in ``tg``."""
@@ -74,6 +80,8 @@ class PushSubscriptions:
         self.resubscribe_s = resubscribe_s
         self.retry_s = retry_s
         self.max_streams = max_streams
+        self.fold_after_s = fold_after_s
+        self._fresh_at: dict[str, float] = {}  # per server: when a new live task came
         self.enabled = pool.options.notifications
         self._wanted: dict[str, set[str]] = {}
         self._changed: dict[str, anyio.Event] = {}
@@ -95,6 +103,7 @@ class PushSubscriptions:
         if task_id in wanted:
             return
         wanted.add(task_id)
+        self._fresh_at[server] = self.clock.monotonic()
         self._event(server).set()
         if server not in self._serving:
             self._serving.add(server)
@@ -103,6 +112,10 @@ class PushSubscriptions:
     def streams(self, server: str) -> list[frozenset[str]]:
         """The task ids each open subscription of ``server`` names, oldest first."""
         return [s.ids for s in self._open.get(server, [])]
+
+    def _quiet(self, server: str) -> bool:
+        """True when no new live task of ``server`` came for ``fold_after_s``."""
+        return self.clock.monotonic() - self._fresh_at.get(server, 0.0) >= self.fold_after_s
 
     def _event(self, server: str) -> anyio.Event:
         event = self._changed.get(server)
@@ -126,6 +139,7 @@ class PushSubscriptions:
 
     async def _loop(self, server: str, streams: list[_Stream]) -> None:
         client: TaskClient | None = None
+        quiet = False
         while self._wanted.get(server):
             await self.clock.sleep(self.resubscribe_s)  # let a burst of new tasks gather
             self._changed[server] = anyio.Event()
@@ -142,28 +156,32 @@ class PushSubscriptions:
             if current is not client:  # (re)connected: the old streams died with theirs
                 await _close_all(list(streams), streams)
                 client = current
-            if not await self._cover(server, client, streams):
+            if not await self._cover(server, client, streams, fold=quiet):
                 await self.clock.sleep(self.retry_s)
                 continue
             wanted = self._wanted.get(server, set())
             ended = [s for s in streams if s.ids.isdisjoint(wanted)]
             await _close_all(ended, streams)
             self.subscribed[server] = frozenset().union(*(s.accepted for s in streams))
-            await self._until_stale(server, client, streams)
+            quiet = await self._until_stale(server, client, streams)
 
-    async def _cover(self, server: str, client: TaskClient, streams: list[_Stream]) -> bool:
+    async def _cover(
+        self, server: str, client: TaskClient, streams: list[_Stream], *, fold: bool = False
+    ) -> bool:
         """Open a stream for the wanted tasks no open stream names; False if refused.
 
-        Past ``max_streams`` (one, for a server that refused a second), the new stream
-        names every wanted task and replaces the others once it is open.
+        With ``fold`` (several streams open and no new task for a while), or past
+        ``max_streams`` (one, for a server that refused a second), the new stream names
+        every wanted task and replaces the others once it is open.
         """
         wanted = self._wanted.get(server, set())
         covered: set[str] = set().union(*(s.ids for s in streams))
         fresh = wanted - covered
-        if not fresh:
+        fold = fold and len(streams) > 1
+        if not fresh and not fold:
             return True
         limit = 1 if server in self._single else self.max_streams
-        fold = len(streams) >= limit
+        fold = fold or len(streams) >= limit
         ids = frozenset(wanted if fold else fresh)
         stack = AsyncExitStack()
         try:
@@ -180,21 +198,27 @@ class PushSubscriptions:
         streams.append(_Stream(ids, accepted, stack))
         return True
 
-    async def _until_stale(self, server: str, client: TaskClient, streams: list[_Stream]) -> None:
+    async def _until_stale(self, server: str, client: TaskClient, streams: list[_Stream]) -> bool:
         """Return when new tasks want a stream, the connection was replaced, or a stream
-        covers only ended tasks."""
+        covers only ended tasks; True when no new task came for ``fold_after_s`` while
+        several streams are open (then they are folded into one).
+
+        A server re-reads each stream's tasks after a short quiet on it, so many small
+        streams of slow-changing tasks cost it more than one big one: streams are many
+        only while tasks are being created.
+        """
         while True:
             with self.clock.move_on_after(STALE_CHECK_S):
                 await self._event(server).wait()
             if self._pool.current(server) is not client:
-                return  # reconnected: the old streams died with their connection
+                return False  # reconnected: the old streams died with their connection
             wanted = self._wanted.get(server, set())
-            if not wanted:
-                return
-            if any(s.ids.isdisjoint(wanted) for s in streams):
-                return
+            if not wanted or any(s.ids.isdisjoint(wanted) for s in streams):
+                return False
             if not wanted <= set().union(*(s.ids for s in streams)):
-                return
+                return False
+            if len(streams) > 1 and self._quiet(server):
+                return True
             self._changed[server] = anyio.Event()
 
 
