@@ -40,7 +40,7 @@ def test_task_note_recognises_both_generations_and_nothing_else() -> None:
         params = {"taskId": "t-1", "status": "working", "statusMessage": "step 1"}
         found = task_note(_line({"jsonrpc": "2.0", "method": method, "params": params}))
         assert found is not None and found[0] == "t-1" and found[1] == params
-    others = [
+    others: list[dict[str, Any]] = [
         # a reply quoting the method, another notification, a request, malformed frames
         {"jsonrpc": "2.0", "id": 3, "result": {"text": '"notifications/tasks'}},
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"taskId": "t"}},
