@@ -201,6 +201,17 @@ class SchemaForm(Vertical):
             self.query_one("#field-extra").focus()
 
     def focus_first(self) -> None:
-        """Focus the first field."""
-        if self.fields:
-            self.query_one("#field-0").focus()
+        """Focus the first field (once it exists).
+
+        A screen's ``on_mount`` can run before this form's own children are composed
+        (seen with a long sampling question on a loaded machine: ``#field-0`` not found,
+        the dialog crashed and the screen went blank), so an absent field is focused
+        after the next refresh instead of being looked up blindly.
+        """
+        if not self.fields:
+            return
+        found = self.query("#field-0")
+        if found:
+            found.first().focus()
+        elif self.is_attached:
+            self.call_after_refresh(self.focus_first)
