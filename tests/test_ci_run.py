@@ -111,3 +111,12 @@ def test_a_failing_install_step_is_one_line_not_a_bare_exit(tmp_path: Path) -> N
     assert proc.stderr.strip().splitlines()[-1] == (
         ".ci/run: python3 -m venv .venv failed (disk space? permissions?)"
     )
+
+
+def test_ends_with_readmes_test_command_in_parallel_workers() -> None:
+    """``.ci/run`` runs README's test command (plus its cache-less flag), with xdist."""
+    readme = (ROOT / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if "-m pytest" in line)
+    last = SCRIPT.read_text().rstrip().splitlines()[-1]
+    assert " -n " in command and command.split(" -m pytest")[1].split()[:2] == ["-n", "3"]
+    assert last.replace(" -q -e ", " -e ").replace(" -p no:cacheprovider", "") == command
