@@ -8,6 +8,7 @@ from typing import Any
 from chit.demo.fixtures import register_plain_tools, register_task_tools
 from chit.home import Home
 from chit.tasks.server import TaskNameHeaderGuard, TaskRuntime, build_server
+from chit.tasks.server.http import KEEP_ALIVE_S
 
 
 def default_db_path(home: Home) -> Path:
@@ -49,4 +50,4 @@ def run_http(server: Any, host: str, port: int) -> None:
     import uvicorn
 
     app = TaskNameHeaderGuard(server.streamable_http_app(host=host))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)

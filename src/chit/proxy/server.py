@@ -24,6 +24,7 @@ from chit.proxy.mirror import mirror_tool
 from chit.proxy.models import AttachParams, UpstreamInfo
 from chit.receipts import HostInfo
 from chit.tasks.server import TaskNameHeaderGuard, TaskRuntime, TasksExtension
+from chit.tasks.server.http import KEEP_ALIVE_S
 
 log = logging.getLogger("chit.proxy")
 
@@ -126,5 +127,12 @@ async def serve_http(host: ProxyHost, address: str, port: int) -> None:
 
     server = build_mcp_server(host)
     app = TaskNameHeaderGuard(server.streamable_http_app(host=address))
-    config = uvicorn.Config(app, host=address, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=address,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
     await uvicorn.Server(config).serve()

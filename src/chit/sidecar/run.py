@@ -84,11 +84,11 @@ def serve(
             return
         import uvicorn
 
-        from chit.tasks.server import TaskNameHeaderGuard
+        from chit.tasks.server.http import KEEP_ALIVE_S, TaskNameHeaderGuard
 
         assert port is not None
         app = TaskNameHeaderGuard(server.streamable_http_app(host=host))
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
     finally:
         if thread is not None:
             thread.stop()

@@ -9,12 +9,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import httpx2
 from mcp.client._transport import Transport
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 from chit.tasks.client import pipes
 from chit.tasks.client.noise import StdoutNoise, counted_stdio
@@ -153,8 +154,28 @@ async def _transport(
         )
         label = repr(spec.label) if spec.label else repr(os.path.basename(spec.command))
         return counted_stdio(transport, StdoutNoise(label, sink=spec.stderr))
-    http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+    http = await stack.enter_async_context(http_client(spec.headers))
     return streamable_http_client(spec.url, http_client=http)
+
+
+# chit drops an idle pooled connection after 2 s, well before the 5 s after which common
+# servers (uvicorn, Node's http) close theirs: with equal expiries a reused connection can
+# be closed by the server as the request goes out, and the request fails with ReadError —
+# in the SDK that ends the whole session. A connection in steady use (polls, a held
+# stream) is still reused; one left idle costs a reconnect.
+IDLE_EXPIRY_S = 2.0
+
+
+def http_client(headers: Mapping[str, str]) -> httpx2.AsyncClient:
+    """The HTTP client for one server: the SDK's timeouts, a short idle-connection expiry."""
+    return httpx2.AsyncClient(
+        headers=dict(headers),
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        # The SDK's pool sizes (httpx2.DEFAULT_LIMITS), only the expiry changed.
+        limits=httpx2.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=IDLE_EXPIRY_S
+        ),
+    )
 
 
 __all__ = [

@@ -15,6 +15,15 @@ from typing import Any
 from chit.tasks.wire import HEADER_MISMATCH, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
 _TASK_METHODS = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
+
+# How long chit's HTTP servers (sidecar, proxy, demo server) keep an idle keep-alive
+# connection. uvicorn's default is 5 s, and httpx (the MCP SDK's client) keeps an idle
+# connection for 5 s too: a client could send a request down a connection at the instant
+# the server closed it, and the request failed with ReadError('') — seen under load as
+# one of 500 concurrent ``work_start`` calls failing. A server must outlast its clients'
+# idle expiry (httpx 5 s, Node 4-5 s, aiohttp 15 s) so that the client always closes
+# first; 65 s is the usual choice behind proxies with a 60 s idle timeout.
+KEEP_ALIVE_S = 65
 _MAX_PEEK = 4 << 20  # larger bodies are left to the SDK's own size limit
 
 Scope = dict[str, Any]
