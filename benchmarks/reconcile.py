@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -293,7 +294,7 @@ def _hint_arrivals(arrivals: dict[str, float]) -> Any:
             arrivals.setdefault(task_id, late)
         await original(self, task_id, params)
 
-    TaskClient._on_notification = observed  # type: ignore[method-assign]
+    TaskClient._on_notification = observed  # type: ignore[method-assign,assignment]
     return original
 
 
@@ -350,6 +351,16 @@ async def main(
     n: int, seconds: float, runs: int, notify: int, steady: int, compare: bool = False
 ) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
+    try:
+        await _main(tmp, n, seconds, runs, notify, steady, compare)
+    finally:
+        # Every run's homes and task databases (hundreds of MB over three runs).
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _main(
+    tmp: Path, n: int, seconds: float, runs: int, notify: int, steady: int, compare: bool
+) -> None:
     engines: list[Run] = []
     bares: list[Run] = []
     steady_e: list[Run] = []

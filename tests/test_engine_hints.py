@@ -58,6 +58,26 @@ async def test_message_only_hint_asks_nothing_and_writes_nothing(tmp_path: Path)
         assert after.status_message != "pushed message"
 
 
+async def test_message_only_hint_is_judged_without_the_store(tmp_path: Path) -> None:
+    """The copy in hand decides: no statement reaches the store for a message change."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rec = sup.reconciler
+        rid, task_id = await _working(sup, poll_ms=120_000)
+        statements: list[str] = []
+        sup.store.db.conn.set_trace_callback(statements.append)
+        try:
+            for i in range(20):
+                await rec.on_hint(Hint(task_id, "working", f"step {i}"))
+        finally:
+            sup.store.db.conn.set_trace_callback(None)
+        assert statements == []
+        assert rec.message_hints == 20 and rid in rec._pulled and rid not in rec._hinted
+        # A different status is still news, judged the same way.
+        await rec.on_hint(Hint(task_id, "completed"))
+        assert rid in rec._hinted
+
+
 async def test_message_only_hint_pulls_a_distant_check_in(tmp_path: Path) -> None:
     spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
     async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:

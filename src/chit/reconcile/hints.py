@@ -9,12 +9,12 @@ end implies); a status-*message* change only brings the next poll within
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import anyio
 
 from chit.clock import Clock, parse_iso
-from chit.receipts import LifecycleState
+from chit.receipts import LifecycleState, Receipt
 from chit.reconcile.connections import ConnectionPool
 from chit.reconcile.handles import HandleBook
 from chit.store import Store
@@ -41,6 +41,7 @@ class HintRouting:
     _wake: anyio.Event
     _pulled: dict[str, float]
     _ended: dict[str, Hint]
+    _known: dict[str, Receipt]
 
     async def on_hint(self, task_id: str) -> None:
         """A server said a task changed: check it now, unless only its message moved.
@@ -66,30 +67,45 @@ class HintRouting:
         self._wake.set()
 
     def _same_status(self, receipt_id: str, status: str) -> bool:
-        """True when ``status`` is what the store already says (no news but the message).
+        """True when ``status`` is what the receipt already says (no news but the message).
 
-        A matching live status pulls the next check earlier (bounded); a matching
-        terminal status needs nothing (a missing result is due by the schedule anyway).
-        ``input_required`` is never "the same": its prompts may have changed with it.
+        Judged against the copy in hand (``_known``: the receipt as this process last
+        committed it), with no store round trip: at thousands of live tasks a server
+        pushes about one message change per task per second, and a read per hint was
+        most of what a hint cost. A copy another process made stale can only make a
+        hint look like news (an extra check) or like a message change whose check is
+        then pulled within ``HINT_PULL_S`` — never a write. A receipt not in hand yet
+        is read once. A matching live status pulls the next check earlier (bounded); a
+        matching terminal status needs nothing (a missing result is due by the
+        schedule anyway). ``input_required`` is never "the same": its prompts may have
+        changed with it.
         """
         if status == LifecycleState.INPUT_REQUIRED.value:
             return False
-        row = fetch_one(
-            self.store.db,
-            "SELECT state, active, next_check_at FROM receipts WHERE receipt_id = ?",
-            [receipt_id],
-        )
-        if row is None or row["state"] != status:
+        known = self._known.get(receipt_id)
+        if known is not None:
+            state, active, nxt = known.state.value, not known.is_terminal, known.next_check_at
+        else:
+            row = fetch_one(
+                self.store.db,
+                "SELECT state, active, next_check_at FROM receipts WHERE receipt_id = ?",
+                [receipt_id],
+            )
+            if row is None:
+                return False
+            state, active = row["state"], bool(row["active"])
+            nxt = parse_iso(row["next_check_at"]) if row["next_check_at"] else None
+        if state != status:
             return False
-        if row["active"]:
-            self._pull(receipt_id, row["next_check_at"])
+        if active:
+            self._pull(receipt_id, nxt)
         self.message_hints += 1
         return True
 
-    def _pull(self, receipt_id: str, next_check_at: str | None) -> None:
+    def _pull(self, receipt_id: str, next_check_at: datetime | None) -> None:
         """Bring a receipt's next check to within ``HINT_PULL_S`` (in memory, no write)."""
         soon = self.clock.now() + timedelta(seconds=HINT_PULL_S)
-        if next_check_at is not None and parse_iso(next_check_at) <= soon:
+        if next_check_at is not None and next_check_at <= soon:
             return  # the schedule already checks it soon enough
         deadline = self.clock.monotonic() + HINT_PULL_S
         if self._pulled.get(receipt_id, deadline + 1) > deadline:

@@ -84,6 +84,7 @@ class ReceiptWriter:
         self._folder = Folder(store, redactor, digest_key, self.clock)
         self._on_change = on_change
         self._watchers: list[Callable[[], None]] = []
+        self._followers: list[Callable[[Receipt | None, Receipt], None]] = []
         self._changed: dict[str, anyio.Event] = {}
         self.batch_window_s = batch_window_s
         self.max_batch = max_batch
@@ -170,11 +171,18 @@ class ReceiptWriter:
         """Call ``callback`` (cheap, never raising) after every committed change."""
         self._watchers.append(callback)
 
+    def follow(self, callback: Callable[[Receipt | None, Receipt], None]) -> None:
+        """Call ``callback(before, after)`` (cheap, never raising) after every committed
+        change: what this process wrote, known without reading the store again."""
+        self._followers.append(callback)
+
     def notify(self, before: Receipt | None, after: Receipt, changes: tuple[str, ...]) -> None:
         """Tell the subscriber about a change (its exceptions never reach the engine)."""
         waiting = self._changed.pop(after.receipt_id, None)
         if waiting is not None:
             waiting.set()
+        for follower in self._followers:
+            follower(before, after)
         for watcher in self._watchers:
             watcher()
         if self._on_change is None:
