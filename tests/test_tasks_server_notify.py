@@ -113,6 +113,50 @@ def test_message_only_updates_go_out_in_readiness_order() -> None:
     assert drain(queue) == ["later"]
 
 
+def test_a_stream_budget_spreads_message_only_updates_transitions_skip_it() -> None:
+    clock = FakeClock()
+    queue = CoalescingQueue[str](1.0, clock, max_chatter_per_s=10)
+    keys = [f"t{i}" for i in range(5)]
+    for key in keys:
+        queue.sent(key, "working")
+    clock.now += 1.0  # every key's own throttle has passed
+    for key in keys:
+        queue.offer(key)
+    assert drain(queue) == ["t0"]  # one now, then one per 0.1 s
+    queue.sent("t0", "working")
+    assert queue.ready_in() == pytest.approx(0.1)
+    for key in keys[1:]:
+        queue.offer(key)  # newer messages coalesce: still one entry each, same turn
+    assert len(queue) == 4
+    queue.offer("t3", "completed")  # a state change never waits for the budget
+    assert drain(queue) == ["t3"]
+    clock.now += 0.05
+    assert drain(queue) == []
+    clock.now += 0.05
+    assert drain(queue) == ["t1"]  # longest waiting first
+    clock.now += 0.1
+    assert drain(queue) == ["t2"]
+    clock.now += 5.0
+    assert drain(queue) == ["t4"] and queue.ready_in() is None
+    queue.offer("t0")
+    queue.offer("t1")
+    assert drain(queue) == [], "a pause must not bank a burst"
+    clock.now += 0.1
+    assert drain(queue) == ["t0"]
+    clock.now += 0.1
+    assert drain(queue) == ["t1"]
+
+
+def test_without_a_budget_every_ready_key_goes_at_once() -> None:
+    clock = FakeClock()
+    queue = CoalescingQueue[str](1.0, clock)
+    for key in ("a", "b", "c"):
+        queue.sent(key, "working")
+        queue.offer(key)
+    clock.now += 1.0
+    assert drain(queue) == ["a", "b", "c"]
+
+
 def test_per_key_versions_never_go_back_and_forget_clears() -> None:
     queue = CoalescingQueue[str](0.0, FakeClock())
     queue.sent("a", "working", version=5)

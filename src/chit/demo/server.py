@@ -37,12 +37,13 @@ def build_demo_server(db_path: str | Path, **runtime_options: Any) -> Any:
 def run_stdio(server: Any) -> None:
     """Serve ``server`` (see :func:`build_demo_server`) on stdin/stdout until EOF.
 
-    The SDK's transport, on purpose: :func:`chit.tasks.server.stdio.run_stdio` delivers
-    the task notifications far sooner, but then every throttled status-message change
-    reaches the client too, and chit's client (~3 ms per message-only hint) fell behind
-    on it (docs/performance.md, "Task server delivery"). Switch once it keeps up.
+    Through :mod:`chit.tasks.server.stdio`, not the SDK's transport: the SDK writes each
+    message with two worker-thread round trips, and a task's end waited behind every
+    earlier notification's (docs/performance.md, "Task server delivery").
     """
-    server.run("stdio")
+    from chit.tasks.server.stdio import run_stdio as serve
+
+    serve(server)
 
 
 def run_http(server: Any, host: str, port: int) -> None:

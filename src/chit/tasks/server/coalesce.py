@@ -9,7 +9,10 @@ queue keeps **at most one pending entry per key** (per task on a stream) and han
 1. *transitions* first, oldest first: the key's status differs from the last one sent
    for it (→ ``input_required``, → terminal, → ``working``);
 2. then *message-only* updates (same status, new message or progress), by the time they
-   become ready: each key may be throttled to one send per ``min_interval_s``.
+   become ready: each key may be throttled to one send per ``min_interval_s``, and the
+   whole queue to ``max_chatter_per_s`` of them (a stream's budget: with 200 chatty tasks
+   one a second each would still be 200 a second, each costing the client a wake-up, so
+   past the budget the keys take turns, longest-waiting first, each still latest-wins).
 
 The queue holds keys, not payloads: the consumer reads the task's row when it sends, so
 a newer change replacing an unsent older one loses nothing, and, with one consumer per
@@ -35,7 +38,10 @@ class CoalescingQueue(Generic[K]):
     """At most one pending notification per key; transitions before message-only ones."""
 
     def __init__(
-        self, min_interval_s: float = 0.0, clock: Callable[[], float] = time.monotonic
+        self,
+        min_interval_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_chatter_per_s: float | None = None,
     ) -> None:
         """Create an empty queue.
 
@@ -43,9 +49,13 @@ class CoalescingQueue(Generic[K]):
             min_interval_s: Least time between two message-only sends of one key (0: no
                 throttle). Transitions are never throttled.
             clock: Monotonic seconds (injectable for tests).
+            max_chatter_per_s: Most message-only keys handed out per second over all keys
+                (``None``: no budget). Transitions never count against it or wait for it.
         """
         self.min_interval_s = min_interval_s
         self._clock = clock
+        self._chatter_gap = 0.0 if not max_chatter_per_s else 1.0 / max_chatter_per_s
+        self._chatter_at = float("-inf")  # when the budget allows the next message-only key
         self._urgent: OrderedDict[K, None] = OrderedDict()
         self._chatter: dict[K, int] = {}  # key -> sequence number of its live heap entry
         self._heap: list[tuple[float, int, K]] = []  # (ready at, seq, key); stale entries skipped
@@ -98,10 +108,12 @@ class CoalescingQueue(Generic[K]):
             if self._chatter.get(key) != seq:
                 heapq.heappop(self._heap)  # superseded (became a transition or forgotten)
                 continue
-            if ready > now:
+            if max(ready, self._chatter_at) > now:
                 return None
             heapq.heappop(self._heap)
             del self._chatter[key]
+            if self._chatter_gap:
+                self._chatter_at = now + self._chatter_gap  # a pause never banks a burst
             return key
         return None
 
@@ -113,7 +125,7 @@ class CoalescingQueue(Generic[K]):
             heapq.heappop(self._heap)
         if not self._heap:
             return None
-        return max(0.0, self._heap[0][0] - self._clock())
+        return max(0.0, self._heap[0][0] - self._clock(), self._chatter_at - self._clock())
 
     def sent(self, key: K, status: str, version: int | None = None) -> None:
         """Record what was sent (or, to seed, what the client already knows) for ``key``."""

@@ -12,7 +12,8 @@ change again); a live one is announced at its next change.
 Task changes go through a per-stream :class:`~chit.tasks.server.coalesce.CoalescingQueue`:
 at most one pending notification per task (the row is read when it is sent, so the
 latest state wins), status transitions ahead of message-only changes, which are
-throttled to one per task per :data:`~chit.tasks.server.notify.MESSAGE_INTERVAL_S`.
+throttled to one per task per :data:`~chit.tasks.server.notify.MESSAGE_INTERVAL_S` and to
+:data:`~chit.tasks.server.notify.MESSAGE_RATE_PER_S` on the stream.
 Core events are not coalesced; they go out in order, ahead of task notifications.
 
 A task may be run by another process sharing the task store, whose changes this
@@ -43,7 +44,7 @@ from mcp_types import (
 from pydantic import ConfigDict
 
 from chit.tasks.server.coalesce import CoalescingQueue
-from chit.tasks.server.notify import MESSAGE_INTERVAL_S
+from chit.tasks.server.notify import MESSAGE_INTERVAL_S, MESSAGE_RATE_PER_S
 from chit.tasks.server.render import detailed_2026
 from chit.tasks.wire import EXTENSION_ID, NOTIFICATION_TASKS, is_terminal
 
@@ -106,7 +107,7 @@ class TaskListenHandler:
         uris = frozenset(honored_core.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         wanted = set(accepted)
-        queue = CoalescingQueue[str](MESSAGE_INTERVAL_S)
+        queue = CoalescingQueue[str](MESSAGE_INTERVAL_S, max_chatter_per_s=MESSAGE_RATE_PER_S)
         events: deque[Any] = deque()
 
         def on_event(event: Any) -> None:

@@ -12,10 +12,12 @@ stream. The queue keeps at most one pending status and one pending progress
 notification per task (latest wins: the status is read from the row when it is sent,
 a progress notification is replaced by the newer, higher one), sends status
 *transitions* ahead of everything else, and throttles message-only status changes to
-one per task per :data:`MESSAGE_INTERVAL_S`, so a completion never waits behind other
-tasks' progress chatter. Progress notifications are coalesced but not throttled (their
-token's owner asked for them). After a task's terminal status is sent, its pending
-progress is dropped: progress stops when the operation is over.
+one per task per :data:`MESSAGE_INTERVAL_S` and :data:`MESSAGE_RATE_PER_S` in all, so a
+completion never waits behind other tasks' progress chatter and a client is not woken
+hundreds of times a second by messages. Progress notifications are coalesced but not
+throttled per task (their token's owner asked for them); they share the budget. After a
+task's terminal status is sent, its pending progress is dropped: progress stops when the
+operation is over.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ SEND_TIMEOUT_S = 5.0
 MESSAGE_INTERVAL_S = 1.0
 """Least time between two message-only status notifications of one task (a status
 message is for people; one per second keeps it live without flooding the stream)."""
+MESSAGE_RATE_PER_S = 20.0
+"""Most message-only notifications a second on one stream (or, for 2025, one process),
+all tasks together: with 200 chatty tasks the per-task throttle alone lets 200 a second
+through, and each one wakes the client (~3 ms of a chit client's CPU, docs/performance.md
+"Task server delivery"). Past it, tasks take turns, longest-waiting first; transitions
+never wait for it."""
 TERMINAL = ("completed", "failed", "cancelled")
 
 
@@ -61,7 +69,9 @@ class Notifier:
         self._bindings: dict[str, _Binding] = {}
         # Keys: ("status", task id) and ("progress", task id); the payload of a pending
         # progress key is in _progress (the status is read from the row when sent).
-        self.queue = CoalescingQueue[tuple[str, str]](MESSAGE_INTERVAL_S)
+        self.queue = CoalescingQueue[tuple[str, str]](
+            MESSAGE_INTERVAL_S, max_chatter_per_s=MESSAGE_RATE_PER_S
+        )
         self._progress: dict[str, ProgressNotification] = {}
 
     async def run(self) -> None:
