@@ -21,7 +21,7 @@ from chit import clock
 from chit.errors import Conflict
 from chit.receipts import Intent, IntentState, LifecycleState, Observation, Receipt
 from chit.store.db import fetch_all, fetch_one, immediate, write
-from chit.store.errors import AmbiguousPrefix, RecordNotFound, StaleWrite
+from chit.store.errors import RecordNotFound, StaleWrite
 from chit.store.intent_repo import upsert_intent
 from chit.store.observation_repo import append_rows
 from chit.store.receipt_pages import ReceiptPages
@@ -180,11 +180,7 @@ class ReceiptRepository(ReceiptPages, ReceiptSchedule):
             return cursor.rowcount > 0
 
     # ------------------------------------------------------------------ reads
-    def get(self, receipt_id: str) -> Receipt | None:
-        """Return the receipt with this exact id, or ``None``."""
-        row = fetch_one(self._db, f"{READ} WHERE receipt_id = ?", [receipt_id])
-        return Receipt.model_validate_json(row["doc"]) if row is not None else None
-
+    # ``get`` and ``get_by_prefix`` are ReceiptPages' (the read commands' reader shares them).
     def require(self, receipt_id: str) -> Receipt:
         """Return the receipt with this exact id.
 
@@ -207,31 +203,6 @@ class ReceiptRepository(ReceiptPages, ReceiptSchedule):
             {"k": request_key},
         )
         return Receipt.model_validate_json(row["doc"]) if row is not None else None
-
-    def get_by_prefix(self, prefix: str) -> Receipt:
-        """Resolve a short id typed by a user (an exact id always wins).
-
-        Raises:
-            RecordNotFound: nothing starts with ``prefix``.
-            AmbiguousPrefix: several receipts start with ``prefix``.
-        """
-        prefix = prefix.strip()
-        if not prefix:
-            raise RecordNotFound("no receipt id given")
-        exact = self.get(prefix)
-        if exact is not None:
-            return exact
-        # A range on the primary key instead of LIKE: case-sensitive and index-only.
-        rows = fetch_all(
-            self._db,
-            f"{READ} WHERE receipt_id >= ? AND receipt_id < ? ORDER BY receipt_id LIMIT 2",
-            [prefix, prefix + "\U0010ffff"],
-        )
-        if not rows:
-            raise RecordNotFound(f"no receipt starts with {prefix!r}")
-        if len(rows) > 1:
-            raise AmbiguousPrefix(f"{prefix!r} matches several receipts; type more of the id")
-        return Receipt.model_validate_json(rows[0]["doc"])
 
     def handle_blob(self, receipt_id: str) -> bytes | None:
         """Return the sealed handle of a receipt (``None`` if none or wiped).
