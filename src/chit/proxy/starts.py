@@ -125,19 +125,28 @@ class Starts:
             purpose=f"started by {host.label} through chit proxy",
             work_ref=work_ref,
         )
-        self.sup.store.intents.begin(intent, owner=calls.owner)
+        owner = calls.owner
+        # On the wire from now on for intent recovery (as ``Calls.call``): a heartbeat
+        # while the intent waits for its group commit must not take it for an orphan's.
         calls.sending.add(key)
+        try:
+            # Durable before the request leaves, committed off the loop (a FULL-sync
+            # commit on it held every other host's and server's traffic for an fsync).
+            await calls.writer.group.run(lambda store: store.intents.begin(intent, owner=owner))
+        except BaseException:
+            calls.sending.discard(key)
+            raise
         try:
             raw, reason = await self._send(client, tool, arguments, meta, params, p)
         except Exception as exc:
             err = classify(exc, TOOLS_CALL)
             if err.failure_class == "transient":
                 self.sup.pool.broken(att.server, client)
-                self.sup.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(err))[:300])
+                await self._mark(key, IntentState.UNKNOWN, redact(str(err))[:300])
                 raise ServerUnreachable(
                     f"the call's outcome is unknown ({err.message}); see 'chit intents'"
                 ) from exc
-            self.sup.store.intents.mark(key, IntentState.REJECTED, error=redact(str(err))[:300])
+            await self._mark(key, IntentState.REJECTED, redact(str(err))[:300])
             if isinstance(exc, MCPError):
                 return StartReply(kind="error", error=_error(exc))
             return _refused(f"the server's answer cannot be read: {err.message}")
@@ -146,13 +155,13 @@ class Starts:
         try:
             started = self._started(client.generation, raw, reason)
         except TaskError as exc:
-            self.sup.store.intents.mark(key, IntentState.UNKNOWN, error=redact(str(exc))[:300])
+            await self._mark(key, IntentState.UNKNOWN, redact(str(exc))[:300])
             return _refused(f"the server's answer cannot be read: {exc.message}")
         if started is None:
-            self.sup.store.intents.mark(
+            await self._mark(
                 key,
                 IntentState.REJECTED,
-                error="the server asked for input before creating anything; the host "
+                "the server asked for input before creating anything; the host "
                 "answers and calls again",
             )
             return StartReply(kind="input_required", result=raw)
@@ -164,6 +173,12 @@ class Starts:
                 del self.holders[rid]  # its proxy went away: chit may answer its prompts
         self.holders[receipt.receipt_id] = att
         return StartReply(kind="task", receipt=receipt)
+
+    async def _mark(self, key: str, state: IntentState, error: str) -> None:
+        """Move intent ``key`` to ``state``, committed off the loop in the writer's group."""
+        await self.sup.calls.writer.group.run(
+            lambda store: store.intents.mark(key, state, error=error)
+        )
 
     async def _send(
         self,
