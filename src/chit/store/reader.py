@@ -9,8 +9,9 @@ receipt) for migrations and write helpers that reading a current store never use
 through the same repository code, whose reads go through ``fetch_all``/``fetch_one``
 alone — they need the connection and nothing else.
 
-A store that is not exactly current — from an older chit (it is migrated first), from
-a newer one, or one this check cannot read — is not opened here: :meth:`StoreReader.open`
+A store that is not exactly current (:func:`~chit.store.schema_check.is_current`, the
+check ``Store.open_readonly`` makes too) — from an older chit (it is migrated first),
+from a newer one, or one that check cannot read — is not opened here: :meth:`StoreReader.open`
 returns None and the caller opens ``Store.open_readonly``, which decides and reports as
 always.
 """
@@ -27,27 +28,10 @@ from chit.store.observation_repo import ObservationRepository
 from chit.store.readonly import open_readonly
 from chit.store.receipt_pages import ReceiptPages
 from chit.store.rewrite import TextRewriter
+from chit.store.schema_check import is_current, schema_version
 
 if TYPE_CHECKING:
     import sqlite_utils
-
-MIGRATION_SET = "chit.store"
-MIGRATIONS = (
-    "0001_initial",
-    "0002_lease",
-    "0003_intent_owner",
-    "0004_write_path",
-    "0005_timeline_repeats",
-    "0006_redaction_pending",
-    "0007_change_cursor",
-    "0008_one_listing_index",
-    "0009_request_key_is_id",
-    "0010_change_is_rowid",
-    "0011_request_key_trigger_fails",
-)
-"""The migrations a current store has applied, as ``chit.store.migrations`` names them
-(tests/test_store_db.py fails when the two lists differ). Were this one behind, a newer
-store would only be read the slow way (its version is not this length)."""
 
 
 class _Connection:
@@ -90,10 +74,10 @@ class StoreReader:
             StoreError: (or a subclass) as ``open_readonly``: the file cannot be read.
         """
         conn = open_readonly(path, timeout=timeout)
-        if not _current(conn):
+        if not is_current(conn):
             conn.close()
             return None
-        return cls(conn, path, len(MIGRATIONS))
+        return cls(conn, path, schema_version())
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -109,18 +93,3 @@ class StoreReader:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _current(conn: sqlite3.Connection) -> bool:
-    """True when the file has exactly this chit's migrations (``migrations.current_version``
-    without sqlite-utils); anything else, an error included, is for the full check."""
-    try:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version != len(MIGRATIONS):
-            return False
-        rows = conn.execute(
-            "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET]
-        ).fetchall()
-    except sqlite3.Error:
-        return False
-    return sorted(str(name) for (name,) in rows) == sorted(MIGRATIONS)

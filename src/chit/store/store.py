@@ -34,6 +34,7 @@ from chit.store.readonly import connect_readonly
 from chit.store.receipt_repo import ReceiptRepository
 from chit.store.retention import TimelineRetention
 from chit.store.rewrite import TextRewriter
+from chit.store.schema_check import is_current, schema_version
 from chit.store.work_repo import WorkRepository
 
 
@@ -100,7 +101,8 @@ class Store:
             return cls.empty()
         db = connect_readonly(path, timeout=timeout)
         try:
-            version = current_version(db)
+            # The read commands' check first (StoreReader's); the migrations decide the rest.
+            version = schema_version() if is_current(db.conn) else current_version(db)
         except BaseException:
             db.close()
             raise
