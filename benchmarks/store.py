@@ -250,12 +250,14 @@ def listing(home: Path, rows: int) -> dict[str, float]:
         }
 
 
-def cold_start(base: Path, rounds: int) -> dict[str, float]:
+def cold_start(base: Path, rounds: int, against: str | None = None) -> dict[str, float]:
     """Median wall time (ms) of cold commands, interleaved with a bare interpreter start.
 
     ``python -c pass`` against ``chit receipts --json`` on an empty home (no store yet)
     and on a home with one receipt, and ``chit show --json`` of that receipt, each in a
-    fresh process, alternated ``rounds`` times so all four see the same machine.
+    fresh process, alternated ``rounds`` times so all four see the same machine. With
+    ``against`` (another source tree, e.g. main's ``src``) each chit command also runs
+    from that tree in the same rounds: a before/after pair measured side by side.
     """
     empty = base / "cold-empty"
     one = Home(base / "cold-one")
@@ -275,14 +277,19 @@ def cold_start(base: Path, rounds: int) -> dict[str, float]:
             r.receipt_id[:12],
         ],
     }  # fmt: skip
-    samples: dict[str, list[float]] = {k: [] for k in commands}
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
     if os.environ.get("PYTHONPATH"):  # a worktree's run measures the worktree's chit
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    runs = [(name, argv, env) for name, argv in commands.items()]
+    if against is not None:
+        other = {**env, "PYTHONPATH": against}
+        chit = [(name, argv) for name, argv in commands.items() if "chit" in argv]
+        runs += [(f"{name} [{against}]", argv, other) for name, argv in chit]
+    samples: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     for _ in range(rounds):
-        for name, argv in commands.items():
+        for name, argv, run_env in runs:
             start = time.perf_counter()
-            subprocess.run(argv, check=True, capture_output=True, env=env)
+            subprocess.run(argv, check=True, capture_output=True, env=run_env)
             samples[name].append((time.perf_counter() - start) * 1000)
     return {k: statistics.median(v) for k, v in samples.items()}
 
@@ -297,13 +304,16 @@ def main() -> None:
         "--no-timelines", action="store_true", help="skip the timeline and prune figures"
     )
     parser.add_argument("--cold-only", action="store_true", help="only the cold-start part")
+    parser.add_argument(
+        "--cold-against", metavar="SRC", help="also time the cold commands from this source tree"
+    )
     args = parser.parse_args()
     print(f"sqlite {sqlite3.sqlite_version}; WAL, synchronous=FULL")
     print(f"before: {walstat.load()}")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         if args.cold_only:
-            print_cold(base, args.cold or 15)
+            print_cold(base, args.cold or 15, args.cold_against)
             return
         full: dict[str, Writer] = {
             "raw": RawWriter(base / "raw.db"),
@@ -365,13 +375,15 @@ def main() -> None:
             print_cold(base, args.cold)
 
 
-def print_cold(base: Path, rounds: int) -> None:
+def print_cold(base: Path, rounds: int, against: str | None = None) -> None:
     """Run and print :func:`cold_start` (with the load average after it)."""
-    cold = cold_start(base, rounds)
+    cold = cold_start(base, rounds, against)
     bare = cold["python -c pass"]
     print(f"\ncold start, median of {rounds} interleaved rounds (goal <= 100 ms):")
     for name, ms in cold.items():
         print(f"  {name:<34} {ms:8.1f} ms  ({ms / bare:4.1f}x python -c pass)")
+    if against is not None:
+        print(f"  (rows ending [{against}]: the same command from that tree, same rounds)")
     print(f"after cold start: {walstat.load()}")
 
 
