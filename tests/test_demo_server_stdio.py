@@ -5,6 +5,7 @@ queue) instead of the SDK's per-message thread round trips. Driven here as a cli
 would, with raw JSON-RPC lines on a real pipe to ``python -m chit demo-server``:
 
 - stdin EOF with a task running: the server ends, exit 0;
+- each task's notifications in order, its end last, carrying its latest stored message;
 - SIGTERM: the process ends (no hang on the writer thread);
 - a client that stops reading while tasks run and replies pile up past the pipe and the
   sink's cap: nothing is lost or reordered — once it reads again, every reply arrives and
@@ -241,6 +242,14 @@ def test_notifications_of_each_task_arrive_in_order(demo: Demo) -> None:
         assert time.monotonic() < deadline, statuses
         time.sleep(0.05)
     assert all(statuses[t][-1] == "completed" for t in ids), statuses
+    # The end carries the task's latest message (the row as stored), never an older one.
+    last = {}
+    for message in demo.lines:
+        if message.get("method") == "notifications/tasks/status":
+            last[message["params"]["taskId"]] = message["params"].get("statusMessage")
+    with sqlite3.connect(f"file:{demo.db}?mode=ro", uri=True) as con:
+        stored = dict(con.execute("SELECT id, status_message FROM tasks").fetchall())
+    assert {t: last[t] for t in ids} == {t: stored[t] for t in ids}
 
 
 def test_a_client_that_goes_away_ends_the_server(demo: Demo) -> None:
