@@ -43,7 +43,9 @@ class PendingWrite:
     base: Receipt | None
     skip_freshness: bool
     wipe_handle: bool = False
-    done: anyio.Event = field(default_factory=anyio.Event)
+    # Made only for a write that waits on another's batch (most are led by their own
+    # check's submit and need none): an event per write was a measurable part of a check.
+    done: anyio.Event | None = None
     result: Receipt | None = None
     error: BaseException | None = None
     notice: tuple[Receipt, Receipt, tuple[str, ...]] | None = None

@@ -247,6 +247,7 @@ class ReceiptWriter:
             item.redactor = self._folder.redactor_on_loop(item)
         self._queue.append(item)
         if self._leading:
+            item.done = anyio.Event()  # no await since it was queued: not finished yet
             await item.done.wait()
         else:
             self._leading = True
@@ -313,7 +314,8 @@ class ReceiptWriter:
                 if item.skipped:
                     self.skipped += 1
                 self._announce(item)
-            item.done.set()
+            if item.done is not None:
+                item.done.set()
 
     def _announce(self, item: PendingWrite) -> None:
         if item.notice is not None:
