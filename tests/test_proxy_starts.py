@@ -21,6 +21,7 @@ from chit.proxy.upstream import Attachment, HostPeer
 from chit.receipts import HostInfo, IntentState
 from chit.store import Store
 from chit.store.intent_repo import IntentRepository
+from chit.store.receipt_repo import ReceiptRepository
 from chit.tasks.client import InProcessServer
 from tests.engine_support import supervisor
 
@@ -100,3 +101,35 @@ async def test_a_started_calls_intent_is_durable_before_the_request_leaves(
         assert reply.kind == "task"
         assert not sup.calls.sending
     assert seen == [("sending", True)]
+
+
+async def test_the_loop_runs_while_a_started_task_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's acceptance (receipt, first observation, sealed handle, accepted intent)
+    commits beside the loop too, and keeps the host that started the call."""
+    entered, released = threading.Event(), threading.Event()
+    real_record = ReceiptRepository.record_acceptance
+
+    def record(self: ReceiptRepository, *args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        if not released.wait(10):
+            raise AssertionError("the event loop was held while the acceptance committed")
+        return real_record(self, *args, **kwargs)
+
+    async def release_from_the_loop() -> None:
+        while not entered.is_set():
+            await anyio.sleep(0.01)
+        released.set()
+
+    servers = {"demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))}
+    async with supervisor(tmp_path / "home", servers) as sup:
+        starts = Starts(sup)
+        monkeypatch.setattr(ReceiptRepository, "record_acceptance", record)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(release_from_the_loop)
+            reply = await starts.start(_attachment(), _call("r3"))
+        assert reply.kind == "task" and reply.receipt is not None
+        stored = sup.store.receipts.get(reply.receipt.receipt_id)
+        assert stored is not None and stored.host is not None
+        assert stored.host.name == "test-host"

@@ -165,7 +165,7 @@ class Starts:
                 "answers and calls again",
             )
             return StartReply(kind="input_required", result=raw)
-        receipt = calls.record_started(intent, started, host=host)
+        receipt = await calls.record_started_async(intent, started, host=host)
         if isinstance(started, SyncResult):
             return StartReply(kind="sync", receipt=receipt, result=raw)
         for rid, holder in list(self.holders.items()):

@@ -193,20 +193,38 @@ class Calls:
             except TaskError as exc:
                 if exc.failure_class == "transient":
                     self.pool.broken(intent.server)
-                    error = redact(str(exc))[:300]
-                    self.store.intents.mark(key, IntentState.UNKNOWN, error=error)
+                    await self._mark(key, IntentState.UNKNOWN, redact(str(exc))[:300])
                     raise ServerUnreachable(
                         f"the call's outcome is unknown ({exc.message}); see 'chit intents' "
                         f"to retry {key} with the same request key or abandon it"
                     ) from exc
-                self.store.intents.mark(key, IntentState.REJECTED, error=redact(str(exc))[:300])
+                await self._mark(key, IntentState.REJECTED, redact(str(exc))[:300])
                 raise typed_error(exc, "the server refused the call") from exc
-            if isinstance(started, TaskHandle):
-                # The common case, committed off the loop in a group with other calls'.
-                return await self._record_task_async(intent, started, accept_if)
-            return self.record_started(intent, started, accept_if=accept_if)
+            return await self.record_started_async(intent, started, accept_if=accept_if)
         finally:
             self.sending.discard(key)
+
+    async def _mark(self, key: str, state: IntentState, error: str) -> None:
+        """Move intent ``key`` to ``state``, committed off the loop in the writer's group."""
+        await self.writer.group.run(lambda store: store.intents.mark(key, state, error=error))
+
+    async def record_started_async(
+        self,
+        intent: Intent,
+        started: TaskHandle | SyncResult,
+        *,
+        accept_if: str | None = None,
+        host: HostInfo | None = None,
+    ) -> Receipt:
+        """``record_started`` for code on the event loop.
+
+        An accepted task (the common case) commits off the loop, in a group with other
+        calls' acceptances: a ``synchronous=FULL`` commit on the loop would stall every
+        other session the daemon serves for its fsync.
+        """
+        if isinstance(started, TaskHandle):
+            return await self._record_task_async(intent, started, accept_if, host)
+        return self.record_started(intent, started, accept_if=accept_if, host=host)
 
     def record_started(
         self,
@@ -258,11 +276,15 @@ class Calls:
         return self._started_task(receipt, handle, new)
 
     async def _record_task_async(
-        self, intent: Intent, handle: TaskHandle, accept_if: str | None
+        self,
+        intent: Intent,
+        handle: TaskHandle,
+        accept_if: str | None,
+        host: HostInfo | None = None,
     ) -> Receipt:
         """``_record_task`` with the acceptance committed through the writer's group."""
         rid = intent.request_key
-        first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, None)
+        first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, host)
         try:
             stored = await self.writer.group.run(
                 lambda store: store.receipts.record_acceptance(
