@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -122,6 +121,24 @@ class ConnectionState:
     idle_s: float = 0.0
 
 
+class _Slot:
+    """One check's hold on a server's slot: a plain async context manager, entered once
+    per check (two generator-based ones, nested, were a measurable part of a check)."""
+
+    __slots__ = ("_clock", "_conn", "_key", "_urgent")
+
+    def __init__(self, conn: _Conn, urgent: bool, key: Hashable | None, clock: Clock) -> None:
+        self._conn, self._urgent, self._key, self._clock = conn, urgent, key, clock
+
+    async def __aenter__(self) -> None:
+        await self._conn.limiter.acquire(self._urgent, self._key)
+        self._conn.last_used = self._clock.monotonic()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        self._conn.last_used = self._clock.monotonic()
+        self._conn.limiter.release()
+
+
 class ConnectionPool:
     """Connections to every server the engine talks to, owned by one task group."""
 
@@ -165,22 +182,13 @@ class ConnectionPool:
             self._conns[server] = conn
         return conn
 
-    @asynccontextmanager
-    async def limit(
-        self, server: str, *, urgent: bool = False, key: Hashable | None = None
-    ) -> AsyncIterator[None]:
-        """Hold one of the server's concurrency slots for the block.
+    def limit(self, server: str, *, urgent: bool = False, key: Hashable | None = None) -> _Slot:
+        """Hold one of the server's concurrency slots for the ``async with`` block.
 
         ``urgent`` (a hint-triggered check) is served before every ordinary waiter;
         ``key`` lets :meth:`promote` find this waiter while it is queued.
         """
-        conn = self._conn(server)
-        async with conn.limiter.hold(urgent=urgent, key=key):
-            conn.last_used = self.clock.monotonic()
-            try:
-                yield
-            finally:
-                conn.last_used = self.clock.monotonic()
+        return _Slot(self._conn(server), urgent, key, self.clock)
 
     def promote(self, server: str, key: Hashable) -> bool:
         """Make a queued check urgent; True when it had not started yet."""

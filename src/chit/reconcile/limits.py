@@ -38,11 +38,11 @@ class PriorityLimiter:
         self, *, urgent: bool = False, key: Hashable | None = None
     ) -> AsyncIterator[None]:
         """Hold one slot for the block; ``key`` lets :meth:`promote` find this waiter."""
-        await self._acquire(urgent, key)
+        await self.acquire(urgent, key)
         try:
             yield
         finally:
-            self._release()
+            self.release()
 
     def promote(self, key: Hashable) -> bool:
         """Move a queued ordinary waiter to the urgent lane; True when it is still queued."""
@@ -54,7 +54,8 @@ class PriorityLimiter:
         self._urgent[key] = event
         return True
 
-    async def _acquire(self, urgent: bool, key: Hashable | None) -> None:
+    async def acquire(self, urgent: bool, key: Hashable | None) -> None:
+        """Wait for a slot (``hold`` without the context manager); pair with :meth:`release`."""
         lane_free = not self._urgent and (urgent or not self._ordinary)
         if self.held < self.total and lane_free:
             self.held += 1
@@ -68,13 +69,14 @@ class PriorityLimiter:
             await event.wait()
         except BaseException:
             if event.is_set():
-                self._release()  # the slot was handed to us as we were cancelled: pass it on
+                self.release()  # the slot was handed to us as we were cancelled: pass it on
             else:
                 self._urgent.pop(token, None)
                 self._ordinary.pop(token, None)
             raise
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Give a slot back (to the next waiter, if any)."""
         # Hand the slot straight to the next waiter (``held`` stays), so a newcomer
         # arriving between release and wake-up cannot overtake the queue.
         for lane in (self._urgent, self._ordinary):
