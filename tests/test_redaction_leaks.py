@@ -131,6 +131,22 @@ def _scenario_in(
         "not_found": "Task {H} not found",
     },
 )
+# Found by Hypothesis: the task runtime logged a tool's exception with its message, and
+# the leaky tool's message is its own task id (chit.tasks.server.workers).
+@example(
+    mode="legacy",
+    spelling="raw",
+    cut=3,
+    where={
+        "status": "{H}",
+        "prompt": "",
+        "key": "",
+        "error": "Task {H} not found",
+        "result": "{H}",
+        "outcome": "tool_error",
+        "not_found": "{H2}",
+    },
+)
 def test_no_handle_in_any_byte(mode: Mode, spelling: str, cut: int, where: dict[str, str]) -> None:
     arguments = {"spelling": spelling, "cut": cut, **where}
     artifacts, handles = _scenario(mode, arguments)

@@ -71,7 +71,10 @@ async def _execute(
     except anyio.get_cancelled_exc_class():
         raise
     except Exception as exc:
-        logger.info("%s: tool %s raised %r", task_ref(record.id), tool.name, exc)
+        # The message goes to the client in the tool's error result; the log names only
+        # the exception's type. A tool may put anything in a message, its own task id
+        # included, and the runtime's logs never name a task id (see ``task_ref``).
+        logger.info("%s: tool %s raised %s", task_ref(record.id), tool.name, type(exc).__name__)
         await _finish(runtime, record, result=tool_error_result(str(exc) or type(exc).__name__))
     else:
         await _finish(runtime, record, result=tool.to_result(value))
