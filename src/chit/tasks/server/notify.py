@@ -16,8 +16,8 @@ one per task per :data:`MESSAGE_INTERVAL_S` and :data:`MESSAGE_RATE_PER_S` in al
 completion never waits behind other tasks' progress chatter and a client is not woken
 hundreds of times a second by messages. Progress notifications are coalesced but not
 throttled per task (their token's owner asked for them); they share the budget. After a
-task's terminal status is sent, its pending progress is dropped: progress stops when the
-operation is over.
+task's terminal status is sent, no more progress goes out (progress stops when the
+operation is over); progress still pending then is sent just before the end.
 """
 
 from __future__ import annotations
@@ -127,6 +127,14 @@ class Notifier:
 
         params = TaskStatusNotificationParams.model_validate(task_2025(record).wire())
         self.queue.sent(key, record.status, record.updated_at_ms)
+        if record.status in TERMINAL:
+            # Progress the task reported before it ended goes out before the end: it may
+            # still wait for the message budget, and after the end it would be dropped
+            # (a tool's "finishing, 10 of 10" was lost that way).
+            last = self._progress.pop(task_id, None)
+            if last is not None:
+                self.queue.forget(("progress", task_id))
+                await self._deliver(binding, last)
         await self._deliver(binding, TaskStatusNotification(params=params))
         if record.status in TERMINAL:
             self._bindings.pop(task_id, None)
