@@ -8,6 +8,7 @@ drive :meth:`Starts.start` against the demo server in-process, over a real store
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,29 +45,42 @@ def _call(route: str) -> StartParams:
     return StartParams(server="demo", params=body, route=route)
 
 
-async def test_the_loop_runs_while_a_started_calls_intent_commits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The intent's commit waits for something only the loop does: it completes only if
-    the commit runs beside the loop, not on it (it once held the loop for its fsync)."""
-    entered, released = threading.Event(), threading.Event()
-    real_begin = IntentRepository.begin
+def _held_until_the_loop_runs(
+    monkeypatch: pytest.MonkeyPatch, owner: type, name: str
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    """Patch ``owner.name`` to wait for a task on the event loop before it runs.
 
-    def begin(self: IntentRepository, intent: Any, *, owner: str | None = None) -> Any:
+    Returns that task: run it beside the code under test. The patched method completes
+    only if it runs beside the loop, not on it (on the loop, it would wait forever: the
+    wait ends after 10 s with an AssertionError).
+    """
+    entered, released = threading.Event(), threading.Event()
+    real = getattr(owner, name)
+
+    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
         entered.set()
         if not released.wait(10):
-            raise AssertionError("the event loop was held while the intent committed")
-        return real_begin(self, intent, owner=owner)
+            raise AssertionError(f"the event loop was held while {name} committed")
+        return real(self, *args, **kwargs)
 
     async def release_from_the_loop() -> None:
         while not entered.is_set():
             await anyio.sleep(0.01)
         released.set()
 
+    monkeypatch.setattr(owner, name, held)
+    return release_from_the_loop
+
+
+async def test_the_loop_runs_while_a_started_calls_intent_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The intent's commit waits for something only the loop does: it completes only if
+    the commit runs beside the loop, not on it (it once held the loop for its fsync)."""
     servers = {"demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))}
     async with supervisor(tmp_path / "home", servers) as sup:
         starts = Starts(sup)
-        monkeypatch.setattr(IntentRepository, "begin", begin)
+        release_from_the_loop = _held_until_the_loop_runs(monkeypatch, IntentRepository, "begin")
         async with anyio.create_task_group() as tg:
             tg.start_soon(release_from_the_loop)
             reply = await starts.start(_attachment(), _call("r1"))
@@ -108,24 +122,12 @@ async def test_the_loop_runs_while_a_started_task_is_recorded(
 ) -> None:
     """The server's acceptance (receipt, first observation, sealed handle, accepted intent)
     commits beside the loop too, and keeps the host that started the call."""
-    entered, released = threading.Event(), threading.Event()
-    real_record = ReceiptRepository.record_acceptance
-
-    def record(self: ReceiptRepository, *args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        if not released.wait(10):
-            raise AssertionError("the event loop was held while the acceptance committed")
-        return real_record(self, *args, **kwargs)
-
-    async def release_from_the_loop() -> None:
-        while not entered.is_set():
-            await anyio.sleep(0.01)
-        released.set()
-
     servers = {"demo": InProcessServer(build_demo_server(tmp_path / "tasks.db"))}
     async with supervisor(tmp_path / "home", servers) as sup:
         starts = Starts(sup)
-        monkeypatch.setattr(ReceiptRepository, "record_acceptance", record)
+        release_from_the_loop = _held_until_the_loop_runs(
+            monkeypatch, ReceiptRepository, "record_acceptance"
+        )
         async with anyio.create_task_group() as tg:
             tg.start_soon(release_from_the_loop)
             reply = await starts.start(_attachment(), _call("r3"))
