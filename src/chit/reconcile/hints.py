@@ -1,10 +1,10 @@
 """Hints: a server said a task changed — check it now, or pull its next check earlier.
 
 A mixin of :class:`~chit.reconcile.reconciler.Reconciler` (its state lives there). A
-status notification never changes a receipt by itself: a new status triggers an
-immediate, coalesced ``tasks/get`` (for a 2025 task that ended: the ``tasks/result`` the
-end implies); a status-*message* change only brings the next poll within
-``HINT_PULL_S``.
+new status triggers an immediate, coalesced check: ``tasks/get`` (for a 2025 task that
+ended: the ``tasks/result`` the end implies; a 2026 end carrying its DetailedTask is
+folded as the ``tasks/get`` answer it equals, see ``TaskObserver.told``); a
+status-*message* change only brings the next poll within ``HINT_PULL_S``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class HintRouting:
         shows the stored non-terminal status again (a status-*message* change) only pulls
         the next check earlier (:meth:`_pull`); a different status - a transition, the
         end, ``input_required`` - or an unknown one triggers an immediate, coalesced
-        ``tasks/get``. Nothing the push said is ever written without that ``tasks/get``.
+        ``tasks/get``. Nothing the push said is written without that ``tasks/get`` — but
+        a 2026 end carrying the DetailedTask that ``tasks/get`` is defined to return.
         """
         receipt_id = self.handles.receipt_for(task_id)
         if receipt_id is None:

@@ -3,7 +3,8 @@
 A live task is asked ``tasks/get``; an ended one without its result is asked for the
 result (2025 ``tasks/result``, 2026 inline in ``tasks/get``), digested and summarised,
 with the acceptance verdict on it. A 2025 push saying the task ended goes straight to
-the ``tasks/result`` that end implies (one round trip instead of two).
+the ``tasks/result`` that end implies (one round trip instead of two); a 2026 push saying
+it ended *is* the ``tasks/get`` answer (:meth:`TaskObserver.told`: no round trip).
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from chit.reconcile.outcomes import (
     result_json,
     status_event,
 )
+from chit.tasks import wire
 from chit.tasks.client import TaskClient, TaskError, TaskSnapshot
 from chit.tasks.client.inputs import Hint
 from chit.tasks.client.models import TaskOutcome
+from chit.tasks.client.parse import parse_detailed_2026
 
 RESULT_FIRST_S = 2.0
 """How long a hint-implied 2025 ``tasks/result`` may take before the check falls back to
@@ -58,12 +61,44 @@ class TaskObserver:
             first = await self._result_first(client, receipt, task_id, ended)
             if first is not None:
                 return first
+        if ended is not None:  # a check already waiting for its slot when the end came
+            told = self.told(receipt, task_id, ended)
+            if told is not None:
+                return told
         snap = await client.get(task_id)
         events: list[Event] = [status_event(snap, source)]
         if snap.terminal and receipt.outcome is None:
             events += await self._result(
                 client, receipt, LifecycleState(snap.status), task_id, snap
             )
+        return events
+
+    def told(self, receipt: Receipt, task_id: str, hint: Hint) -> list[Event] | None:
+        """A 2026 push said the task ended: what it carries, as a ``tasks/get`` answer.
+
+        The extension's ``notifications/tasks`` carries "a complete DetailedTask for the
+        current status, identical to what ``tasks/get`` would have returned at that
+        moment" (SEP-2663, *Task Status Notifications*), result or error included, and a
+        terminal status never changes again: asking ``tasks/get`` would bring the same
+        object a round trip (and a connection slot) later. It is checked exactly as that
+        reply would be (``parse_detailed_2026``, the task id included). None — ask the
+        ordinary way — for a 2025 receipt, a push kept without its params, one that does
+        not parse, or one that is not terminal.
+        """
+        if receipt.protocol is not TaskProtocol.EXTENSION or receipt.is_terminal:
+            return None
+        if hint.params is None:
+            return None
+        try:
+            snap = parse_detailed_2026(hint.params, wire.NOTIFICATION_TASKS, task_id)
+        except TaskError:
+            return None
+        if not snap.terminal:
+            return None
+        events: list[Event] = [status_event(snap, ObservationSource.NOTIFICATION)]
+        if receipt.outcome is None:
+            outcome = TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
+            events += self._outcome_events(receipt, outcome)
         return events
 
     async def _result_first(

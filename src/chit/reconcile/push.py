@@ -12,8 +12,9 @@ no change falls between them): a server re-reads a stream's tasks after a short 
 on it, so many small streams of slow tasks would cost it more than one. Tasks that end
 need no re-subscription: the server stops pushing a task once it is terminal.
 
-A push is only a hint (``on_hint`` of the connection): it triggers an immediate, coalesced
-``tasks/get``; polling stays the source of truth, so a missed or refused subscription
+A push is a hint (``on_hint`` of the connection): it triggers an immediate, coalesced
+``tasks/get`` — or, for an end that carries its DetailedTask, *is* that answer
+(``TaskObserver.told``); polling stays the fallback, so a missed or refused subscription
 costs latency, never correctness.
 """
 

@@ -3,9 +3,11 @@
 * **Schedule** — receipts are due at ``next_check_at`` (the server's poll interval within
   the policy's floor and ceiling, moved later by a little jitter; exponential backoff
   after failures). Terminal receipts whose result was not retrieved yet are due too.
-* **Hints** — a status notification never changes a receipt: it marks the task for an
-  immediate ``tasks/get`` (for a 2025 task it says ended: the ``tasks/result`` that end
-  implies, which confirms it and brings the result in one round trip); hints arriving
+* **Hints** — a status notification marks the task for an immediate ``tasks/get`` (for
+  a 2025 task it says ended: the ``tasks/result`` that end implies, which confirms it
+  and brings the result in one round trip; a 2026 one that says ended carries the whole
+  DetailedTask, which the extension defines as the ``tasks/get`` answer, and is folded
+  as that answer, checked the same way — ``TaskObserver.told``); hints arriving
   while a check is in flight coalesce into one more check. Every live receipt's handle
   is opened and its 2026 push subscribed as soon as the receipt is known (created here,
   or found live when reconciling starts), so no hint is dropped for want of a route.

@@ -49,17 +49,22 @@ class Hint(str):
     Subclassing ``str`` keeps :data:`HintCallback` compatible: the hint *is* the task id
     (equal to and hashing like it). ``status`` and ``status_message`` are only what the
     push said - a prompt for deciding how urgently to re-poll, and which request to send
-    (a 2025 end implies a ``tasks/result``), never a fact recorded unconfirmed.
+    (a 2025 end implies a ``tasks/result``), never a fact recorded unconfirmed. Only a
+    2026 end whose ``params`` parse as the DetailedTask ``tasks/get`` would return is
+    folded as that answer (``chit.reconcile.observe.TaskObserver.told``).
 
     Attributes:
         status: the notified status (``working``, ``completed``, …), None if absent.
         status_message: the notified status message, None if absent.
         updated_at: the notified ``lastUpdatedAt``, None if absent or not a timestamp.
+        params: the notification's params as received (unchecked; a 2026
+            ``notifications/tasks`` carries the whole DetailedTask), None if not kept.
     """
 
     status: str | None
     status_message: str | None
     updated_at: datetime | None
+    params: Mapping[str, Any] | None
 
     def __new__(
         cls,
@@ -73,6 +78,7 @@ class Hint(str):
         hint.status = status
         hint.status_message = status_message
         hint.updated_at = updated_at
+        hint.params = None
         return hint
 
     @classmethod
@@ -80,12 +86,14 @@ class Hint(str):
         """Build a hint from raw notification params (ill-typed fields count as absent)."""
         status = params.get("status")
         message = params.get("statusMessage")
-        return cls(
+        hint = cls(
             task_id,
             status if isinstance(status, str) else None,
             message if isinstance(message, str) else None,
             _moment(params.get("lastUpdatedAt")),
         )
+        hint.params = params
+        return hint
 
 
 def _moment(value: Any) -> datetime | None:
