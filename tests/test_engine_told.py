@@ -10,6 +10,7 @@ task is asked the ordinary way.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,32 @@ async def test_a_check_waiting_for_its_slot_uses_the_end_pushed_meanwhile() -> N
         ended,
     )
     assert [type(e) for e in events] == [StatusObserved, ResultObserved]
+
+
+async def test_an_end_pushed_while_a_check_asks_is_written_in_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A poll in flight when the end is pushed commits the end: no second check waits
+    for this answer's commit, a slot and another commit (the in-flight tail)."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rec = sup.reconciler
+        r = await sup.call("demo", "slow_compute", {"seconds": 30, "label": "f"})
+        task_id = rec.handles.task_id(r)
+        asked: list[str] = []
+        real_get = TaskClient.get
+
+        async def get(self: TaskClient, tid: str) -> Any:
+            asked.append(tid)
+            working = await real_get(self, tid)  # asked before the end...
+            later = (working.updated_at + timedelta(seconds=1)).isoformat()
+            end = _pushed(tid, lastUpdatedAt=later)
+            await rec.on_hint(Hint.from_params(tid, end))  # ...the end pushed meanwhile
+            return working
+
+        monkeypatch.setattr(TaskClient, "get", get)
+        after = await rec.check(r.receipt_id, ObservationSource.POLL)
+        assert asked == [task_id]
+        assert after is not None and after.state is LifecycleState.COMPLETED
+        assert after.outcome is not None and after.outcome.summary == "all done"
+        assert not rec._ended

@@ -146,21 +146,31 @@ class ReceiptCheck:
         self, receipt: Receipt, task_id: str, source: ObservationSource, *, urgent: bool
     ) -> list[Event]:
         rid = receipt.receipt_id
-        ended = self._ended.get(rid)
-        if ended is not None:
-            told = self.observer.told(receipt, task_id, ended)
-            if told is not None:  # a 2026 end pushed with its result: nothing to ask
-                del self._ended[rid]
-                return told
+        told = self._told(receipt, task_id)
+        if told is not None:  # a 2026 end pushed with its result: nothing to ask
+            return told
         self._queued[rid] = receipt.server
         try:
             async with self.pool.limit(receipt.server, urgent=urgent, key=rid):
                 self._queued.pop(rid, None)
                 client = await self.pool.get(receipt.server)
                 ended = self._ended.pop(rid, None)
-                return await self.observer.observe(client, receipt, task_id, source, ended)
+                events = await self.observer.observe(client, receipt, task_id, source, ended)
         finally:
             self._queued.pop(rid, None)
+        # A 2026 end pushed while this check was asking: newer than the answer, and one
+        # commit instead of this answer's and then a second check's.
+        return self._told(receipt, task_id) or events
+
+    def _told(self, receipt: Receipt, task_id: str) -> list[Event] | None:
+        """The events of a 2026 end pushed with its result (``TaskObserver.told``), if any."""
+        ended = self._ended.get(receipt.receipt_id)
+        if ended is None:
+            return None
+        told = self.observer.told(receipt, task_id, ended)
+        if told is not None:
+            del self._ended[receipt.receipt_id]
+        return told
 
 
 def _asked(ev: Event, asked: datetime) -> Event:
