@@ -140,6 +140,7 @@ async def test_a_pushed_end_commits_without_tasks_get(
         assert stored.outcome.summary == "Computed p in 0.5 s"
         assert task_id not in asked  # the push was the answer
         assert not sup.reconciler._ended  # nothing left for a later check
+        assert sup.reconciler.observer.ends_told == 1
 
 
 async def test_a_check_waiting_for_its_slot_uses_the_end_pushed_meanwhile() -> None:

@@ -42,6 +42,7 @@ class TaskObserver:
         """Digest results with ``digest_key``; wait ``read_timeout`` for a 2025 result."""
         self.digest_key = digest_key
         self.read_timeout = read_timeout
+        self.ends_told = 0  # ends folded from a 2026 push (``told``)
 
     async def observe(
         self,
@@ -99,6 +100,7 @@ class TaskObserver:
         if receipt.outcome is None:
             outcome = TaskOutcome(status=snap.status, result=snap.result, error=snap.error)
             events += self._outcome_events(receipt, outcome)
+        self.ends_told += 1
         return events
 
     async def _result_first(
