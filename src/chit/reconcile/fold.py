@@ -22,6 +22,9 @@ from chit.receipts import Event, Observation, Receipt, apply
 from chit.reconcile.boundary import carries_text, redact_events
 from chit.redaction import Redactor
 from chit.store import Store, StoreError
+from chit.store.db import write
+from chit.store.observation_repo import append_rows
+from chit.store.receipt_rows import FRESHEN, freshen_params
 
 RedactorFor = Callable[[Receipt], Redactor]
 """The redactor for a receipt's server text (``HandleBook.redactor``)."""
@@ -116,7 +119,8 @@ class Folder:
             observations.append(step.observation)
             changes.extend(step.changes)
             current = step.receipt
-        if item.skip_freshness and set(changes) <= FRESHNESS:
+        fresh_only = FRESHNESS.issuperset(changes)
+        if item.skip_freshness and fresh_only:
             item.skipped = True
             return before
         if current is before:
@@ -124,9 +128,15 @@ class Folder:
                 store.observations.append(*observations)
             return before
         current = self._jitter(before, current)
-        stored = store.receipts.update(
-            current, observations, expected_version=before.version, wipe_handle=item.wipe_handle
-        )
+        if fresh_only and not item.wipe_handle and current.version == before.version + 1:
+            stored = _freshen(store, current, before.version, observations)
+        else:
+            stored = store.receipts.update(
+                current,
+                observations,
+                expected_version=before.version,
+                wipe_handle=item.wipe_handle,
+            )
         item.notice = (before, stored, tuple(dict.fromkeys(changes)))
         return stored
 
@@ -140,6 +150,24 @@ class Folder:
         # Only later, never sooner: the floor of the poll interval stays a floor.
         shift = self.rng.uniform(0.0, JITTER) * span
         return after.model_copy(update={"next_check_at": nxt + timedelta(seconds=shift)})
+
+
+def _freshen(
+    store: Store, receipt: Receipt, expected: int, observations: Sequence[Observation]
+) -> Receipt:
+    """Write a check that saw nothing new: the bookkeeping columns and the document.
+
+    The common check (a live task as it was): ``ReceiptRepository.update`` would rebind
+    every column and open a savepoint of its own inside the caller's (a fresh statement
+    name each time); this moves what changed, inside the caller's transaction, and its
+    repeat lands on the timeline's last row as ever. The document is serialised whole,
+    so it stays exactly what ``update`` would store. A miss (someone else wrote) is
+    handed to ``update``, which says why (``StaleWrite``, ``RecordNotFound``).
+    """
+    if write(store.db, FRESHEN, freshen_params(receipt, expected)).rowcount != 1:
+        return store.receipts.update(receipt, observations, expected_version=expected)
+    append_rows(store.db, observations)
+    return receipt
 
 
 def _current(item: PendingWrite, store: Store) -> Receipt:

@@ -44,6 +44,15 @@ UPDATE = (
     # ``ReceiptRepository._refused``.
     " AND (active = 1 OR state = :state) AND request_key = :request_key"
 )
+# A check that saw nothing new (``chit.reconcile.fold.FRESHNESS``: the observation time,
+# the next check, the stale deadline) moves two columns, the version and the document;
+# every other column is the row's own at the expected version, so the UPDATE's invariants
+# hold by the version alone. Positional parameters, ``freshen_params``' order: this runs
+# on most checks.
+FRESHEN = (
+    "UPDATE receipts SET status_at = ?, next_check_at = ?, version = ?, doc = ?,"
+    f" change_seq = {_NEXT_CHANGE} WHERE receipt_id = ? AND version = ?"
+)
 # Everything but the sealed blob: list/get never load ciphertext they do not need.
 READ = "SELECT doc FROM receipts"
 
@@ -91,6 +100,19 @@ def row_params(receipt: Receipt) -> dict[str, Any]:
         "version": receipt.version,
         "doc": dump_doc(receipt),
     }
+
+
+def freshen_params(receipt: Receipt, expected: int) -> tuple[object, ...]:
+    """``FRESHEN``'s parameters: ``receipt`` (at ``expected + 1``) over version ``expected``."""
+    next_check = receipt.next_check_at
+    return (
+        clock.iso(receipt.status_at),
+        clock.iso(next_check) if next_check is not None else None,
+        receipt.version,
+        _SERIALIZE(receipt, exclude_defaults=True).decode(),
+        receipt.receipt_id,
+        expected,
+    )
 
 
 def insert_params(receipt: Receipt, blob: bytes | None, fp: str | None) -> tuple[object, ...]:
