@@ -142,11 +142,11 @@ class Starts:
             err = classify(exc, TOOLS_CALL)
             if err.failure_class == "transient":
                 self.sup.pool.broken(att.server, client)
-                await self._mark(key, IntentState.UNKNOWN, redact(str(err))[:300])
+                await calls.mark_intent(key, IntentState.UNKNOWN, redact(str(err))[:300])
                 raise ServerUnreachable(
                     f"the call's outcome is unknown ({err.message}); see 'chit intents'"
                 ) from exc
-            await self._mark(key, IntentState.REJECTED, redact(str(err))[:300])
+            await calls.mark_intent(key, IntentState.REJECTED, redact(str(err))[:300])
             if isinstance(exc, MCPError):
                 return StartReply(kind="error", error=_error(exc))
             return _refused(f"the server's answer cannot be read: {err.message}")
@@ -155,17 +155,17 @@ class Starts:
         try:
             started = self._started(client.generation, raw, reason)
         except TaskError as exc:
-            await self._mark(key, IntentState.UNKNOWN, redact(str(exc))[:300])
+            await calls.mark_intent(key, IntentState.UNKNOWN, redact(str(exc))[:300])
             return _refused(f"the server's answer cannot be read: {exc.message}")
         if started is None:
-            await self._mark(
+            await calls.mark_intent(
                 key,
                 IntentState.REJECTED,
                 "the server asked for input before creating anything; the host "
                 "answers and calls again",
             )
             return StartReply(kind="input_required", result=raw)
-        receipt = await calls.record_started_async(intent, started, host=host)
+        receipt = await calls.record_started(intent, started, host=host)
         if isinstance(started, SyncResult):
             return StartReply(kind="sync", receipt=receipt, result=raw)
         for rid, holder in list(self.holders.items()):
@@ -173,12 +173,6 @@ class Starts:
                 del self.holders[rid]  # its proxy went away: chit may answer its prompts
         self.holders[receipt.receipt_id] = att
         return StartReply(kind="task", receipt=receipt)
-
-    async def _mark(self, key: str, state: IntentState, error: str) -> None:
-        """Move intent ``key`` to ``state``, committed off the loop in the writer's group."""
-        await self.sup.calls.writer.group.run(
-            lambda store: store.intents.mark(key, state, error=error)
-        )
 
     async def _send(
         self,

@@ -193,40 +193,22 @@ class Calls:
             except TaskError as exc:
                 if exc.failure_class == "transient":
                     self.pool.broken(intent.server)
-                    await self._mark(key, IntentState.UNKNOWN, redact(str(exc))[:300])
+                    await self.mark_intent(key, IntentState.UNKNOWN, redact(str(exc))[:300])
                     raise ServerUnreachable(
                         f"the call's outcome is unknown ({exc.message}); see 'chit intents' "
                         f"to retry {key} with the same request key or abandon it"
                     ) from exc
-                await self._mark(key, IntentState.REJECTED, redact(str(exc))[:300])
+                await self.mark_intent(key, IntentState.REJECTED, redact(str(exc))[:300])
                 raise typed_error(exc, "the server refused the call") from exc
-            return await self.record_started_async(intent, started, accept_if=accept_if)
+            return await self.record_started(intent, started, accept_if=accept_if)
         finally:
             self.sending.discard(key)
 
-    async def _mark(self, key: str, state: IntentState, error: str) -> None:
+    async def mark_intent(self, key: str, state: IntentState, error: str) -> None:
         """Move intent ``key`` to ``state``, committed off the loop in the writer's group."""
         await self.writer.group.run(lambda store: store.intents.mark(key, state, error=error))
 
-    async def record_started_async(
-        self,
-        intent: Intent,
-        started: TaskHandle | SyncResult,
-        *,
-        accept_if: str | None = None,
-        host: HostInfo | None = None,
-    ) -> Receipt:
-        """``record_started`` for code on the event loop.
-
-        An accepted task (the common case) commits off the loop, in a group with other
-        calls' acceptances: a ``synchronous=FULL`` commit on the loop would stall every
-        other session the daemon serves for its fsync.
-        """
-        if isinstance(started, TaskHandle):
-            return await self._record_task_async(intent, started, accept_if, host)
-        return self.record_started(intent, started, accept_if=accept_if, host=host)
-
-    def record_started(
+    async def record_started(
         self,
         intent: Intent,
         started: TaskHandle | SyncResult,
@@ -236,15 +218,27 @@ class Calls:
     ) -> Receipt:
         """Record what the server answered to a sent intent: a task or a synchronous result.
 
-        ``host`` names the agent host that started the call through ``chit proxy``.
+        An accepted task (the common case) commits off the loop, in a group with other
+        calls' acceptances: a ``synchronous=FULL`` commit on the loop would stall every
+        other session the daemon serves for its fsync. ``host`` names the agent host that
+        started the call through ``chit proxy``.
         """
+        if isinstance(started, TaskHandle):
+            return await self._record_task(intent, started, accept_if, host)
+        return self._record_sync(intent, started, accept_if, host)
+
+    def _record_sync(
+        self,
+        intent: Intent,
+        started: SyncResult,
+        accept_if: str | None,
+        host: HostInfo | None,
+    ) -> Receipt:
+        """Record a synchronous result (rare: committed on the loop)."""
         now = self.clock.now()
         # The receipt's id is its request key: the store's primary key then answers
         # "the receipt of this request" too, one index fewer per receipt write (0009).
         rid = intent.request_key
-        if isinstance(started, TaskHandle):
-            return self._record_task(intent, started, rid, accept_if, host)
-        assert isinstance(started, SyncResult)
         digest_key = self.handles.vault.digest_key()
         result = result_event(started.result, None, digest_key=digest_key)
         tr = sync_receipt(
@@ -263,26 +257,14 @@ class Calls:
             receipt = self.writer.apply(rid, [verdict])
         return receipt
 
-    def _record_task(
-        self,
-        intent: Intent,
-        handle: TaskHandle,
-        rid: str,
-        accept_if: str | None,
-        host: HostInfo | None = None,
-    ) -> Receipt:
-        first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, host)
-        receipt, new = self._record(intent, first, observation, blob, fp)
-        return self._started_task(receipt, handle, new)
-
-    async def _record_task_async(
+    async def _record_task(
         self,
         intent: Intent,
         handle: TaskHandle,
         accept_if: str | None,
         host: HostInfo | None = None,
     ) -> Receipt:
-        """``_record_task`` with the acceptance committed through the writer's group."""
+        """An accepted task's receipt, its acceptance committed through the writer's group."""
         rid = intent.request_key
         first, observation, blob, fp = self._task_receipt(intent, handle, rid, accept_if, host)
         try:
