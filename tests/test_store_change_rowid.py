@@ -91,7 +91,7 @@ def test_migration_keeps_every_row_link_and_change_number(tmp_path: Path) -> Non
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert "receipts_by_change" not in indexes
-        assert {"receipts_by_state", "receipts_live", "receipts_by_request_key"} <= indexes
+        assert {"receipts_ended", "receipts_live", "receipts_by_request_key"} <= indexes
         # Every row as it was: receipts (change numbers included), timelines, links.
         assert {q: _rows(conn, q) for q in before} == before
         assert _rows(conn, "SELECT * FROM work_records") == work_before

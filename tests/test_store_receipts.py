@@ -20,6 +20,7 @@ from chit.store import (
     Store,
     immediate,
 )
+from chit.store.receipt_pages import _by_states
 from tests.store_support import T0, make_intent, make_obs, make_receipt, sealed
 
 BLOB, FP = b"\x01sealed-bytes", "fp0123456789"
@@ -192,12 +193,11 @@ def test_pagination_over_thousands(store: Store) -> None:
 
 
 def test_list_uses_indexes(store: Store) -> None:
-    sql = (
-        "EXPLAIN QUERY PLAN SELECT doc FROM receipts WHERE state = ? AND"
-        " (status_at, receipt_id) < (?, ?) ORDER BY status_at DESC, receipt_id DESC LIMIT 51"
-    )
-    plan = " ".join(str(r[3]) for r in store.db.conn.execute(sql, ["working", "x", "y"]))
-    assert "receipts_by_state" in plan and "TEMP B-TREE" not in plan
+    """A page of one ended state is a range of ``receipts_ended`` in page order (no sort);
+    tests/test_store_listing_trees.py checks every listing query's plan."""
+    sql, args = _by_states(["completed"], ["(status_at, receipt_id) < (?, ?)"], ["x", "y"], 51)
+    plan = " ".join(str(r[3]) for r in store.db.conn.execute(f"EXPLAIN QUERY PLAN {sql}", args))
+    assert "receipts_ended" in plan and "TEMP B-TREE" not in plan
 
 
 def test_due_and_non_terminal(store: Store) -> None:

@@ -3,7 +3,7 @@ dropped indexes answer exactly what the old ones did.
 
 Store migration ``0004_write_path`` clusters the timeline and narrows the receipt
 indexes; sidecar schema 2 clusters anchors and narrows the intents' indexes. Listing
-without a state filter now merges one ``receipts_by_state`` range per state, and the
+without a state filter now merges the live and the ended receipts (0012), and the
 reconciler's ranges use two partial indexes — both compared here with a brute-force
 answer over the same rows.
 """
@@ -92,7 +92,7 @@ def test_store_migration_keeps_timelines_and_rules(tmp_path: Path) -> None:
         indexes = {
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }
-        assert {"receipts_by_state", "receipts_live"} <= indexes
+        assert {"receipts_ended", "receipts_live"} <= indexes
         assert not {"receipts_by_status", "receipts_due", "receipts_by_server"} & indexes
         assert migrated.quick_check() == ["ok"]
 
@@ -101,7 +101,7 @@ def test_store_migration_serves_the_server_filter_from_the_state_index(
     tmp_path: Path,
 ) -> None:
     """0008 drops ``receipts_by_server``: an old file's receipts keep every row and list
-    by server exactly as before, from ``receipts_by_state`` (which now carries the server)."""
+    by server exactly as before, from the listing index (which carries the server)."""
     path = tmp_path / "chit.db"
     db = connect(path)
     with immediate(db):
@@ -125,8 +125,9 @@ def test_store_migration_serves_the_server_filter_from_the_state_index(
         conn = migrated.db.conn
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert "receipts_by_server" not in indexes
-        columns = [r[2] for r in conn.execute("PRAGMA index_info(receipts_by_state)")]
-        assert columns == ["state", "status_at", "receipt_id", "server"]
+        # 0012 then moved the listing to receipts_ended, which carries the server too.
+        columns = [r[2] for r in conn.execute("PRAGMA index_info(receipts_ended)")]
+        assert columns == ["status_at", "receipt_id", "state", "server", "active"]
         assert [migrated.receipts.get(r.receipt_id) for r in made] == made
         assert migrated.observations.count() == 60
         for server in ("srv1", "srv3", "nobody"):
@@ -168,7 +169,7 @@ def test_store_migration_makes_the_request_key_the_id_and_keeps_every_row(
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         assert "sqlite_autoindex_receipts_2" not in indexes
-        assert {"receipts_by_state", "receipts_by_request_key"} <= indexes
+        assert {"receipts_ended", "receipts_by_request_key"} <= indexes
         assert [migrated.receipts.get(r.receipt_id) for r in made] == made
         assert migrated.observations.count() == 10  # the rebuild did not cascade
         linked = migrated.intents.get("rk9")

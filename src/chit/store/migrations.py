@@ -23,6 +23,7 @@ from chit.store.errors import StoreCorrupt, StoreTooNew
 from chit.store.schema_v9 import REQUEST_KEY_IS_ID
 from chit.store.schema_v10 import CHANGE_IS_ROWID
 from chit.store.schema_v11 import REQUEST_KEY_TRIGGER_FAILS
+from chit.store.schema_v12 import LISTING_ENDED_ONLY
 
 MIGRATION_SET = "chit.store"
 
@@ -296,6 +297,14 @@ def m0011_request_key_trigger_fails(db: sqlite_utils.Database) -> None:
     for statement in REQUEST_KEY_TRIGGER_FAILS:
         db.execute(statement)
     db.execute("PRAGMA user_version=11")
+
+
+@migrations(name="0012_listing_ended_only")
+def m0012_listing_ended_only(db: sqlite_utils.Database) -> None:
+    """List ended receipts from ``receipts_ended`` and live ones from ``receipts_live``."""
+    for statement in LISTING_ENDED_ONLY:
+        db.execute(statement)
+    db.execute("PRAGMA user_version=12")
 
 
 KNOWN = [m.name for m in migrations._migrations]

@@ -1,6 +1,6 @@
 """Pages of receipts for people (``chit receipts``, the TUI): newest status first.
 
-Keyset pagination over the state, server and work-ref indexes, and the lookup of one
+Keyset pagination over the ended, live and work-ref indexes, and the lookup of one
 receipt by the id or prefix a person types; a mixin of
 :class:`~chit.store.receipt_repo.ReceiptRepository` and of the read commands' reader
 (:class:`~chit.store.reader.StoreReader`), so reads only through ``fetch_all`` and
@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # the read commands read without sqlite-utils (chit.store.rea
 
 _ORDER = " ORDER BY status_at DESC, receipt_id DESC"
 _ALL_STATES = [s.value for s in LifecycleState]
+_LIVE = [s.value for s in LifecycleState if not s.is_terminal]
+_ENDED = [s.value for s in LifecycleState if s.is_terminal]
+# Each repeats its partial index's WHERE term (SQLite uses a partial index only then).
+_LIVE_FROM = "receipts INDEXED BY receipts_live WHERE active = 1"
+_ENDED_FROM = "receipts INDEXED BY receipts_ended WHERE active = 0"
 
 
 def _filtered(
@@ -36,8 +41,8 @@ def _filtered(
 ) -> tuple[str, list[Any]]:
     """One page filtered by work ref: walk ``receipts_by_work`` in order.
 
-    ``INDEXED BY`` keeps the planner from taking ``receipts_by_state`` for a state
-    filter given beside it, which would sort every receipt in those states.
+    ``INDEXED BY`` keeps the planner from taking ``receipts_ended`` for a state filter
+    given beside it, which would walk every ended receipt.
     """
     where = list(terms)
     args: list[Any] = list(params)
@@ -56,31 +61,52 @@ def _filtered(
     return sql, [*args, limit]
 
 
+def _kinds(states: Sequence[str]) -> builtins.list[tuple[str, builtins.list[str]]]:
+    """Where the receipts in ``states`` are listed from: (``FROM … WHERE``, its parameters).
+
+    Live receipts from ``receipts_live``, ended ones from ``receipts_ended`` (migration
+    0012: no index holds every receipt by state). ``INDEXED BY``: the planner would
+    otherwise walk the id's index, or the table, to avoid sorting the live ones.
+    """
+    kinds: builtins.list[tuple[str, builtins.list[str]]] = []
+    for source, group in ((_LIVE_FROM, _LIVE), (_ENDED_FROM, _ENDED)):
+        wanted = [s for s in group if s in states]
+        if len(wanted) == len(group):
+            kinds.append((source, []))
+        elif wanted:
+            kinds.append((f"{source} AND state IN ({', '.join('?' * len(wanted))})", wanted))
+    return kinds
+
+
 def _by_states(
     states: Sequence[str], terms: Sequence[str], params: Sequence[Any], limit: int
 ) -> tuple[str, list[Any]]:
     """One page over one or several states, newest status first.
 
-    Each state is a range of ``receipts_by_state`` already in page order, so a page is
-    the merge of at most ``limit`` index entries per state — no index ordered by status
-    alone is needed (one b-tree fewer on every receipt write), and a page stays a few
-    short index reads however many receipts there are. A server filter is one of the
-    ``terms``: the index carries the server, so it is tested on the index entry and a
-    receipt of another server costs no table read (migration 0008).
+    Ended receipts are a range of ``receipts_ended`` already in page order: at most
+    ``limit`` entries are read, a state or server filter tested on each (the index
+    carries both: no table read for one that does not match). Live receipts are the
+    few the reconciler still polls: ``receipts_live`` holds all of them, read and
+    sorted. A page over both kinds merges the two. A page stays a few short index reads
+    however many ended receipts there are.
     """
-    where = " AND ".join(["state = ?", *terms])
-    arm = f"SELECT status_at, receipt_id FROM receipts WHERE {where}{_ORDER} LIMIT ?"
-    if len(states) == 1:
-        sql = f"SELECT doc, status_at, receipt_id FROM receipts WHERE {where}{_ORDER} LIMIT ?"
-        return sql, [states[0], *params, limit]
-    arms = " UNION ALL ".join(f"SELECT * FROM ({arm})" for _ in states)
+    extra = "".join(f" AND {term}" for term in terms)
+    kinds = _kinds(states)
+    if len(kinds) == 1:
+        source, wanted = kinds[0]
+        sql = f"SELECT doc, status_at, receipt_id FROM {source}{extra}{_ORDER} LIMIT ?"
+        return sql, [*wanted, *params, limit]
+    arms = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT status_at, receipt_id FROM {source}{extra}{_ORDER} LIMIT ?)"
+        for source, _ in kinds
+    )
     sql = (
         "SELECT doc, status_at, receipt_id FROM receipts WHERE receipt_id IN"
         f" (SELECT receipt_id FROM ({arms}){_ORDER} LIMIT ?){_ORDER}"
     )
     args: list[Any] = []
-    for value in states:
-        args.extend([value, *params, limit])
+    for _, wanted in kinds:
+        args.extend([*wanted, *params, limit])
     return sql, [*args, limit]
 
 
@@ -176,30 +202,31 @@ class ReceiptPages:
     def newest_status_at(self) -> str | None:
         """The newest ``status_at`` of any receipt (ISO), None on an empty store.
 
-        One index seek per state (``receipts_by_state`` is ordered by status time within
-        each state), not a scan of every receipt.
+        One seek at the end of ``receipts_ended`` (ordered by status time) and a pass over
+        the live receipts in ``receipts_live``, not a scan of every receipt.
         """
-        arms = " UNION ALL ".join(
-            "SELECT max(status_at) AS newest FROM receipts WHERE state = ?" for _ in _ALL_STATES
+        row = fetch_one(
+            self._db,
+            f"SELECT max(newest) FROM (SELECT max(status_at) AS newest FROM {_ENDED_FROM}"
+            f" UNION ALL SELECT max(status_at) FROM {_LIVE_FROM})",
         )
-        row = fetch_one(self._db, f"SELECT max(newest) FROM ({arms})", _ALL_STATES)
         return str(row[0]) if row is not None and row[0] is not None else None
 
     def observed_since(self, status_at: str | None, limit: int = 500) -> builtins.list[Receipt]:
         """Receipts observed at or after ``status_at`` (all when None), oldest first.
 
-        Like :meth:`list` in the other direction: one short ascending range per state of
-        ``receipts_by_state``, merged.
+        Like :meth:`list` in the other direction: a short ascending range of
+        ``receipts_ended`` and the live receipts of ``receipts_live``, merged.
         """
         since = "" if status_at is None else " AND status_at >= ?"
-        arm = (
-            f"SELECT status_at, receipt_id FROM receipts WHERE state = ?{since}"
-            " ORDER BY status_at, receipt_id LIMIT ?"
+        arms = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT status_at, receipt_id FROM {source}{since}"
+            " ORDER BY status_at, receipt_id LIMIT ?)"
+            for source in (_LIVE_FROM, _ENDED_FROM)
         )
-        arms = " UNION ALL ".join(f"SELECT * FROM ({arm})" for _ in _ALL_STATES)
         args: builtins.list[Any] = []
-        for value in _ALL_STATES:
-            args.extend([value, status_at, limit] if status_at is not None else [value, limit])
+        for _ in range(2):
+            args.extend([status_at, limit] if status_at is not None else [limit])
         rows = fetch_all(
             self._db,
             "SELECT doc FROM receipts WHERE receipt_id IN (SELECT receipt_id FROM"
@@ -212,6 +239,11 @@ class ReceiptPages:
     def counts_by_state(self) -> dict[LifecycleState, int]:
         """Return how many receipts are in each lifecycle state (all states present)."""
         counts = dict.fromkeys(LifecycleState, 0)
-        for row in fetch_all(self._db, "SELECT state, count(*) AS n FROM receipts GROUP BY state"):
+        # Each kind from its partial index: the ended ones' entries carry the state.
+        sql = (
+            f"SELECT state, count(*) AS n FROM {_ENDED_FROM} GROUP BY state"
+            f" UNION ALL SELECT state, count(*) FROM {_LIVE_FROM} GROUP BY state"
+        )
+        for row in fetch_all(self._db, sql):
             counts[LifecycleState(row["state"])] = int(row["n"])
         return counts

@@ -23,7 +23,7 @@ _NO_BOUND = 2**63 - 1  # the largest change number SQLite can hold: ``changed_si
 _LOST = "'vanished', 'expired', 'incompatible'"
 # The reconciler's ranges. Each repeats its partial index's WHERE terms (SQLite uses a
 # partial index only then); the ended-but-unretrieved arm names its index, because the
-# planner would otherwise walk every completed or failed receipt in receipts_by_state.
+# planner would otherwise walk every ended receipt in receipts_ended.
 _LIVE_NEVER = "active = 1 AND next_check_at IS NULL"
 _LIVE_DUE = "active = 1 AND next_check_at <= ?1"
 _UNRETRIEVED = (

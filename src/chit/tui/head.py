@@ -60,7 +60,11 @@ RECORD_AFTER_SQL = _AFTER.format(rank=RANK_SQL, where="work_ref = :work")
 LOOSE_AFTER_SQL = _AFTER.format(rank=RANK_SQL, where="(work_ref IS NULL OR work_ref = '')")
 """The receipts of no work record after a key (a pass, as :data:`TOP_SQL`)."""
 
-INPUTS_SQL = "SELECT receipt_id FROM receipts WHERE state = ? ORDER BY receipt_id LIMIT ?"
+# Waiting for input is a live state: ``receipts_live`` holds those receipts (store 0012).
+INPUTS_SQL = (
+    "SELECT receipt_id FROM receipts INDEXED BY receipts_live WHERE active = 1 AND state = ?"
+    " ORDER BY receipt_id LIMIT ?"
+)
 UNREACHABLE_SQL = "SELECT server, receipt_id FROM receipts WHERE active = 1 AND retrieval = ?"
 
 
