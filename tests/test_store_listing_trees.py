@@ -20,9 +20,10 @@ import pytest
 
 from chit import clock
 from chit.home import Home
-from chit.receipts import LifecycleState
+from chit.receipts import LifecycleState, Receipt
 from chit.store import Store
-from chit.store.db import fetch_all
+from chit.store.db import connect, fetch_all, immediate
+from chit.store.migrations import SCHEMA_VERSION, migrations
 from chit.tui.head import INPUTS_SQL
 from tests.store_support import T0, make_obs, make_receipt
 
@@ -189,3 +190,55 @@ def test_pages_merge_live_and_ended_receipts_in_status_order(store: Store) -> No
     assert store.receipts.newest_status_at() == clock.iso(max(r.status_at for r in made))
     counts = store.receipts.counts_by_state()
     assert counts == {s: sum(r.state == s for r in made) for s in LifecycleState}
+
+
+def _expected_pages(made: list[Receipt], states: list[LifecycleState] | None) -> list[str]:
+    keep = [r for r in made if r.server == "srv1" and (states is None or r.state in states)]
+    keep.sort(key=lambda r: (r.status_at, r.receipt_id), reverse=True)
+    return [r.receipt_id for r in keep]
+
+
+def test_a_schema_11_file_migrates_and_lists_the_same_receipts(tmp_path: Path) -> None:
+    """0012 only swaps an index: every row of a schema-11 file stays, and its pages,
+    counts and marks are what its receipts say (the old queries need the old index)."""
+    path = tmp_path / "chit.db"
+    db = connect(path)
+    with immediate(db):
+        migrations.apply(db, stop_before="0012_listing_ended_only")
+    old = Store(db, path, 11)
+    made = []
+    for i in range(90):
+        r = make_receipt(
+            f"r{i:05d}",
+            request_key=f"r{i:05d}" if i % 4 else f"rk{i}",  # old- and new-style keys
+            state=(LIVE + ENDED)[(i * 3) % 5],
+            server=f"srv{i % 3}",
+            status_at=T0 + timedelta(seconds=i % 13),
+        )
+        old.receipts.insert(r, BLOB, FP, [make_obs(r.receipt_id)])
+        made.append(r)
+    rows = db.conn.execute("SELECT * FROM receipts ORDER BY change_seq").fetchall()
+    assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 11
+    db.close()
+    with Store.open_path(path) as migrated:
+        assert migrated.schema_version == SCHEMA_VERSION == 12
+        conn = migrated.db.conn
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "receipts_by_state" not in names and "receipts_ended" in names
+        assert conn.execute("SELECT * FROM receipts ORDER BY change_seq").fetchall() == rows
+        for states in (None, LIVE, ENDED, [LIVE[0], ENDED[1]]):
+            got, after = [], None
+            while True:
+                page = migrated.receipts.list(state=states, server="srv1", limit=4, after=after)
+                got.extend(r.receipt_id for r in page.items)
+                if (after := page.next_cursor) is None:
+                    break
+            assert got == _expected_pages(made, states), states
+        counts = migrated.receipts.counts_by_state()
+        assert counts == {s: sum(r.state == s for r in made) for s in LifecycleState}
+        assert migrated.receipts.newest_status_at() == clock.iso(max(r.status_at for r in made))
+        since = migrated.receipts.observed_since(None)
+        assert [r.receipt_id for r in since] == [
+            r.receipt_id for r in sorted(made, key=lambda r: (r.status_at, r.receipt_id))
+        ]
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
