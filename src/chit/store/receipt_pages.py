@@ -92,7 +92,10 @@ def _by_states(
     """
     extra = "".join(f" AND {term}" for term in terms)
     kinds = _kinds(states)
-    if len(kinds) == 1:
+    if len(kinds) == 1 and kinds[0][0].startswith(_ENDED_FROM):
+        # Already in page order: the rows of the page are read as the range is walked.
+        # Live receipts are sorted first, on their entries, and then only the page's
+        # rows are read (below) — sorting rows with their documents read them all.
         source, wanted = kinds[0]
         sql = f"SELECT doc, status_at, receipt_id FROM {source}{extra}{_ORDER} LIMIT ?"
         return sql, [*wanted, *params, limit]
