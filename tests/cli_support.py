@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -48,16 +49,37 @@ and ``chit tools`` processes outlasted 60 s; a hang still fails, after this boun
 
 
 def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
-    """Run ``python -m chit ARGS`` and capture its outcome (bounded by :data:`CLI_SAFETY_S`)."""
-    proc = subprocess.run(
+    """Run ``python -m chit ARGS`` and capture its outcome (bounded by :data:`CLI_SAFETY_S`).
+
+    A process that outlives the bound is asked where it waits (``kill -USR1``:
+    ``chit.stackdump``) before it is killed, and the test fails with that dump.
+    """
+    proc = subprocess.Popen(
         [sys.executable, "-m", "chit", *args],
         env=env,
-        input=stdin,
-        capture_output=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=CLI_SAFETY_S,
     )
-    return Ran(proc.returncode, proc.stdout, proc.stderr)
+    try:
+        out, err = proc.communicate(stdin, timeout=CLI_SAFETY_S)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            out, err = proc.communicate(timeout=10)  # the dump, or the end it was near
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        raise AssertionError(
+            f"chit {' '.join(args)} did not end within {CLI_SAFETY_S:g} s; its stderr, "
+            f"with where it waited:\n{err[-12000:]}"
+        ) from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return Ran(proc.returncode, out, err)
 
 
 def _write_accepted(

@@ -25,7 +25,7 @@ from tests.engine_support import file_key_env, write_config
 from tests.interop_support import http_server
 from tests.proc_support import free_port
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(420)  # several CLI processes, each bounded by CLI_SAFETY_S
 
 BAD_SERVER = Path(__file__).parent / "fakes" / "bad_server.py"
 CHIT = [sys.executable, "-m", "chit"]

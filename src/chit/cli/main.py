@@ -165,4 +165,7 @@ def load_command(name: str) -> None:
 
 def main() -> None:
     """Entry point of the ``chit`` console script."""
+    from chit import stackdump
+
+    stackdump.install()  # kill -USR1: where a command that does not end is waiting
     cli(prog_name="chit")
