@@ -36,6 +36,7 @@ from chit.engine import rpc
 from chit.engine.local import LocalEngine
 from chit.engine.paths import DaemonPaths
 from chit.errors import ChitError, Conflict, ExitCode
+from chit.heap import settle
 from chit.home import Home, ensure_private_dir
 from chit.runtime import SupervisorOptions
 
@@ -84,6 +85,7 @@ def run(home: Home, options: SupervisorOptions, *, spawned: bool) -> int:
     try:
         with hold_lock(paths.lock):
             log.info("chit %s daemon starting for %s (pid %d)", __version__, home.root, os.getpid())
+            settle()  # the imported modules' objects: never walked by a full collection again
             try:
                 anyio.run(_serve, home, paths, options)
             finally:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from chit.demo.fixtures import register_plain_tools, register_task_tools
+from chit.heap import settle
 from chit.home import Home
 from chit.tasks.server import TaskNameHeaderGuard, TaskRuntime, build_server
 from chit.tasks.server.http import KEEP_ALIVE_S
@@ -43,6 +44,7 @@ def run_stdio(server: Any) -> None:
     """
     from chit.tasks.server.stdio import run_stdio as serve
 
+    settle()  # a full collection over the imports held a burst of task ends (chit.heap)
     serve(server)
 
 
@@ -51,4 +53,5 @@ def run_http(server: Any, host: str, port: int) -> None:
     import uvicorn
 
     app = TaskNameHeaderGuard(server.streamable_http_app(host=host))
+    settle()  # as run_stdio
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
