@@ -32,12 +32,20 @@ Reported per run and over all runs: lag p50 / p99 / max (goals: engine p99 ≤ 1
 loop's p99, no task later than one poll interval), "server done → all terminal", CPU per
 check (goal ≤ 1.5× the bare loop's per poll), notification → store p99 (goal < 100 ms in
 every run). The load average is printed before and after each run.
+
+The process settles its heap as the daemon does (:func:`chit.heap.settle`: the imports
+frozen out of full collections), and every phase starts with a collection of what the
+earlier phases left (their engines, clients and task stores): without it a full
+collection of run 1's garbage could land in run 3's burst of ends — a cost of the
+benchmark, not of the engine. Full collections *during* a notification phase are the
+engine's own and are counted (``full GCs``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import os
 import shutil
 import statistics
@@ -56,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.engine_support import demo_stdio, fast_options, supervisor  # noqa: E402
 
-from chit import clock  # noqa: E402
+from chit import clock, heap  # noqa: E402
 from chit.receipts import effective_poll_ms  # noqa: E402
 from chit.runtime import Completed, EngineEvent, SupervisorOptions  # noqa: E402
 from chit.tasks.client import Mode, TaskClient  # noqa: E402
@@ -115,6 +123,7 @@ async def _create_all(call: Any, n: int, limit: int = 32) -> None:
 
 async def engine(tmp: Path, n: int, seconds: float, name: str) -> Run:
     """The engine reconciling while the tasks are created; every task's detection lag."""
+    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
     done = anyio.Event()
     newest: list[datetime] = []
@@ -150,6 +159,7 @@ async def engine(tmp: Path, n: int, seconds: float, name: str) -> Run:
 
 async def bare(tmp: Path, n: int, seconds: float, name: str) -> Run:
     """The same tasks polled with ``tasks/get`` alone, from their creation on."""
+    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
     async with TaskClient(demo_stdio(tmp / f"{name}.db"), mode="2026", read_timeout=30) as tc:
         due: dict[str, float] = {}  # task id → next poll (monotonic)
@@ -208,6 +218,7 @@ async def steady_engine(
     tmp: Path, n: int, settle: float, window: float, name: str, thread: bool = True
 ) -> Run:
     """Client CPU per check while the engine keeps ``n`` live tasks true (after creation)."""
+    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
     options = _options("2026", thread)
     async with supervisor(tmp / name, {"demo": demo_stdio(tmp / f"{name}.db")}, options) as sup:
@@ -235,6 +246,7 @@ async def steady_engine(
 
 async def steady_bare(tmp: Path, n: int, settle: float, window: float, name: str) -> Run:
     """The same for the bare ``tasks/get`` loop: client CPU per poll over the same window."""
+    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
     async with TaskClient(demo_stdio(tmp / f"{name}.db"), mode="2026", read_timeout=30) as tc:
         due: dict[str, float] = {}
@@ -281,6 +293,28 @@ async def steady_bare(tmp: Path, n: int, settle: float, window: float, name: str
     return run
 
 
+class _FullCollections:
+    """Counts full (generation 2) collections and the longest one, until closed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.longest = 0.0
+        self._start = 0.0
+        gc.callbacks.append(self._seen)
+
+    def _seen(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        self.count += 1
+        self.longest = max(self.longest, time.perf_counter() - self._start)
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._seen)
+
+
 def _hint_arrivals(arrivals: dict[str, float]) -> Any:
     """Record, per task, when its terminal notification reached the client (instrumentation).
 
@@ -304,8 +338,10 @@ async def notifications(
     tmp: Path, n: int, seconds: float, generation: Mode, name: str, thread: bool = True
 ) -> Run:
     """Server change → receipt committed for tasks whose end is pushed."""
+    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
     arrivals: dict[str, float] = {}
+    full = _FullCollections()
     original = _hint_arrivals(arrivals)
     done = anyio.Event()
 
@@ -339,6 +375,9 @@ async def notifications(
             run.extra["told"] = sup.reconciler.observer.ends_told
     finally:
         TaskClient._on_notification = original  # type: ignore[method-assign]
+        full.close()
+    run.extra["full_gcs"] = full.count
+    run.extra["full_gc_ms"] = 1000 * full.longest
     late = sorted(arrivals.values()) or [float("nan")]
     run.extra["hint_p50_ms"] = 1000 * statistics.median(late)
     run.extra["hint_p99_ms"] = 1000 * _quantile(late, 0.99)
@@ -361,6 +400,7 @@ def _lag_cells(run: Run) -> str:
 async def main(
     n: int, seconds: float, runs: int, notify: int, steady: int, compare: bool = False
 ) -> None:
+    heap.settle()  # as the daemon does when it starts
     tmp = Path(tempfile.mkdtemp(prefix="chit-bench-"))
     try:
         await _main(tmp, n, seconds, runs, notify, steady, compare)
@@ -501,6 +541,11 @@ async def _main(
     print(_row("  ends folded from the push (no tasks/get)", *cells))
     cells = [" / ".join(f"{x.extra['message_hints']:.0f}" for x in notes[g]) for g in notes]
     print(_row("  message-only hints per run", *cells))
+    cells = [
+        " / ".join(f"{x.extra['full_gcs']:.0f} ({x.extra['full_gc_ms']:.0f})" for x in notes[g])
+        for g in notes
+    ]
+    print(_row("  full GCs per run (longest ms)", *cells))
     print(f"after: {load()}")
 
 
