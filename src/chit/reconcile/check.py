@@ -9,6 +9,7 @@ condition, never as a lifecycle state — submitted to the batched writer.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import logging
 from datetime import datetime
 
@@ -48,7 +49,9 @@ class ReceiptCheck:
     push: PushSubscriptions
     observer: TaskObserver
     checks: int
+    _running: bool
     _known: dict[str, Receipt]
+    _in_hand: list[tuple[datetime, str]]
     _queued: dict[str, str]
     _ended: dict[str, Hint]
 
@@ -101,10 +104,11 @@ class ReceiptCheck:
             )
             return await self.writer.submit(receipt_id, [odd], base=receipt)
         self.pool.succeeded(receipt.server)
-        # A hint that found nothing new writes nothing: the schedule stays as it was.
+        # A hint that found nothing new writes nothing: the schedule stays as it was. A
+        # poll that found nothing new is held in memory while reconciling (behind.py).
         try:
             after = await self.writer.submit(
-                receipt_id, events, base=receipt, skip_freshness=hinted
+                receipt_id, events, base=receipt, skip_freshness=hinted, behind=self._running
             )
         except (OverflowError, ValueError) as exc:
             # The reply parsed but cannot be folded (e.g. a TTL past year 9999): a
@@ -116,6 +120,9 @@ class ReceiptCheck:
             )
             return await self.writer.submit(receipt_id, [bad], base=receipt)
         self._remember(after)
+        if after.next_check_at is not None and receipt_id in self.writer.behind.pending:
+            # The store's next check is older than this one: the loop takes it from here.
+            heapq.heappush(self._in_hand, (after.next_check_at, receipt_id))
         self.push.track(after.server, task_id, live=not after.is_terminal)
         if after.state is LifecycleState.INPUT_REQUIRED and after.protocol is TaskProtocol.LEGACY:
             self.inbox.ensure_watch(after, task_id)

@@ -19,6 +19,7 @@ import anyio
 
 from chit.clock import Clock
 from chit.receipts import Event, Observation, Receipt, apply
+from chit.reconcile.behind import Behind, write_rows
 from chit.reconcile.boundary import carries_text, redact_events
 from chit.redaction import Redactor
 from chit.store import Store, StoreError
@@ -55,6 +56,7 @@ class PendingWrite:
     redactor: Redactor | None = None  # found on the loop (it may read the loop's store)
     skipped: bool = False
     on_loop: bool = False  # must be written on the loop (no redactor could be found)
+    carried: Behind | None = None  # this receipt's checks held in memory, written first
 
 
 class NeedsLoop(Exception):
@@ -102,23 +104,9 @@ class Folder:
         item.notice = None
         item.skipped = False
         before = _current(item, store)
-        now = self.clock.now()
-        current = before
-        observations: list[Observation] = []
-        changes: list[str] = []
-        events: Sequence[Event] = item.events
-        if self.redactor is not None and any(carries_text(e) for e in events):
-            redactor = item.redactor
-            if redactor is None:
-                if store is not self.loop_store:
-                    raise NeedsLoop(item.receipt_id)
-                redactor = self.redactor(before)
-            events = redact_events(events, redactor, self.digest_key)
-        for event in events:
-            step = apply(current, event, now)
-            observations.append(step.observation)
-            changes.extend(step.changes)
-            current = step.receipt
+        if item.carried is not None:  # held checks first: the timeline's order
+            write_rows(store, item.carried.rows)
+        current, observations, changes = self.fold(item, before, store)
         fresh_only = FRESHNESS.issuperset(changes)
         if item.skip_freshness and fresh_only:
             item.skipped = True
@@ -139,6 +127,39 @@ class Folder:
             )
         item.notice = (before, stored, tuple(dict.fromkeys(changes)))
         return stored
+
+    def fold(
+        self, item: PendingWrite, before: Receipt, store: Store
+    ) -> tuple[Receipt, list[Observation], list[str]]:
+        """``item``'s events folded on ``before`` (server text redacted first): the
+        receipt after them, their observations, the fields they changed.
+
+        Raises:
+            NeedsLoop: through a store other than the loop's, with server text to redact
+                and no redactor found on the loop.
+        """
+        now = self.clock.now()
+        current = before
+        observations: list[Observation] = []
+        changes: list[str] = []
+        events: Sequence[Event] = item.events
+        if self.redactor is not None and any(carries_text(e) for e in events):
+            redactor = item.redactor
+            if redactor is None:
+                if store is not self.loop_store:
+                    raise NeedsLoop(item.receipt_id)
+                redactor = self.redactor(before)
+            events = redact_events(events, redactor, self.digest_key)
+        for event in events:
+            step = apply(current, event, now)
+            observations.append(step.observation)
+            changes.extend(step.changes)
+            current = step.receipt
+        return current, observations, changes
+
+    def jitter(self, before: Receipt, after: Receipt) -> Receipt:
+        """``after`` with its next check moved later by up to ``JITTER`` of its interval."""
+        return self._jitter(before, after)
 
     def _jitter(self, before: Receipt, after: Receipt) -> Receipt:
         nxt = after.next_check_at

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Iterable
 from datetime import datetime
@@ -103,6 +104,9 @@ class Reconciler(HintRouting, ReceiptCheck):
         self._wake = anyio.Event()
         self._pulled: dict[str, float] = {}  # receipt id → pulled-in check (monotonic)
         self._known: dict[str, Receipt] = {}  # receipt id → as last written by a check
+        # (next check, rid) of receipts whose next check is held in memory, not yet in
+        # the store (writer.behind): the loop kicks them itself.
+        self._in_hand: list[tuple[datetime, str]] = []
         self._held: dict[str, tuple[float, int]] = {}  # rid → (until, failures): see _guarded
         self._running = False
         self.schedule = DueScan(self.store, self.clock)
@@ -177,6 +181,9 @@ class Reconciler(HintRouting, ReceiptCheck):
             await self._run(stop, keep_going)
         finally:
             self._running = False
+            # What the checks held in memory is written before anyone else reconciles.
+            with anyio.CancelScope(shield=True):
+                await self.writer.flush_behind()
 
     async def _run(self, stop: anyio.Event, keep_going: Any) -> None:
         self.adopt_live()
@@ -196,8 +203,15 @@ class Reconciler(HintRouting, ReceiptCheck):
                 now = self.clock.monotonic()
                 if now >= self._scan_at:
                     self._scanned_at = now
-                    self.kick(self.schedule.due(), ObservationSource.POLL)
+                    behind = self.writer.behind
+                    # Held receipts' stored next checks are old: they are not due then.
+                    due = self.schedule.due(1000 + len(behind))
+                    self.kick(self._not_ahead(due) if behind else due, ObservationSource.POLL)
+                    self.kick(self._due_in_hand(), ObservationSource.POLL)
                     self.kick(self._due_pulls(), ObservationSource.POLL)
+                    flush_at = behind.due_at()
+                    if flush_at is not None and flush_at <= now and not behind.flushing:
+                        self._tg.start_soon(self.writer.flush_behind)
                     self._scan_at = now + max(self._idle_wait(), SCAN_TICK_S)
                 self._wake = anyio.Event()
                 with self.clock.move_on_after(max(self._scan_at - now, 0.0)):
@@ -238,13 +252,43 @@ class Reconciler(HintRouting, ReceiptCheck):
         nxt = self.store.receipts.next_due_after(self.clock.now())
         if nxt is not None:
             wait = min(wait, (nxt - self.clock.now()).total_seconds())
+        if self._in_hand:
+            wait = min(wait, (self._in_hand[0][0] - self.clock.now()).total_seconds())
         now = self.clock.monotonic()
+        flush_at = self.writer.behind.due_at()
+        if flush_at is not None:
+            wait = min(wait, flush_at - now)
         for at in self._pulled.values():
             wait = min(wait, at - now)
         for until, _failures in self._held.values():
             if until > now:
                 wait = min(wait, until - now)
         return max(wait, 0.0)
+
+    def _not_ahead(self, due: list[str]) -> list[str]:
+        """``due`` without the receipts whose next check, held in memory, is later."""
+        now = self.clock.now()
+        ahead = self.writer.behind.ahead
+        kept = []
+        for rid in due:
+            held = ahead(rid)
+            if held is None or held.next_check_at is None or held.next_check_at <= now:
+                kept.append(rid)
+        return kept
+
+    def _due_in_hand(self) -> list[str]:
+        """Receipts whose next check, known in memory only, has come."""
+        heap = self._in_hand
+        if not heap:
+            return []
+        now = self.clock.now()
+        due = []
+        while heap and heap[0][0] <= now:
+            at, rid = heapq.heappop(heap)
+            known = self._known.get(rid)
+            if known is not None and known.next_check_at == at:  # not moved since
+                due.append(rid)
+        return due
 
     async def check_all(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Check each receipt once and wait for every check to finish."""

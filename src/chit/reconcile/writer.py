@@ -32,6 +32,7 @@ import anyio
 
 from chit.clock import Clock, current_clock, in_thread
 from chit.receipts import Event, Receipt
+from chit.reconcile.behind import Behind, WriteBehind, write_chunk
 from chit.reconcile.fold import FRESHNESS, JITTER, Folder, PendingWrite, RedactorFor
 from chit.reconcile.group import GroupCommit
 from chit.reconcile.transactions import commit_batch, write_alone
@@ -99,6 +100,8 @@ class ReceiptWriter:
         self.group = GroupCommit(
             store, lambda: self.batch_store, self._thread_limiter, self._hold_feed, self.clock
         )
+        # Checks that saw nothing new, held in memory and written together (behind.py).
+        self.behind = WriteBehind()
         self.transactions = 0
         self.skipped = 0
 
@@ -148,8 +151,10 @@ class ReceiptWriter:
         return release
 
     async def aclose(self) -> None:
-        """Wait for the batch and the group in flight, then close ``batch_store`` (later
-        batches and groups commit on the loop, through ``store``)."""
+        """Write the checks held in memory, wait for the batch and the group in flight,
+        then close ``batch_store`` (later batches and groups commit on the loop, through
+        ``store``)."""
+        await self.flush_behind()
         while self._leading or self.group.leading:
             await self.group.drain()
             while self._leading:
@@ -207,6 +212,7 @@ class ReceiptWriter:
             StaleWrite: the receipt kept changing under us.
         """
         item = PendingWrite(receipt_id, tuple(events), None, False, wipe_handle)
+        item.carried = self.behind.take(receipt_id)
         result = write_alone(item, self.store, self._folder.write)
         self.transactions += 1
         self._announce(item)
@@ -221,6 +227,7 @@ class ReceiptWriter:
         *,
         base: Receipt | None = None,
         skip_freshness: bool = False,
+        behind: bool = False,
     ) -> Receipt:
         """Apply ``events`` in the next batch and wait until it committed.
 
@@ -232,6 +239,9 @@ class ReceiptWriter:
             skip_freshness: write nothing at all when the events only refresh
                 ``FRESHNESS`` fields (a hint that found no change: the schedule is
                 untouched and the next poll refreshes them).
+            behind: hold the write in memory when the events only refresh
+                ``FRESHNESS`` (needs ``base``; see :mod:`chit.reconcile.behind`): no
+                commit now, the receipt returned as the checks will see it.
 
         Returns:
             The receipt as stored afterwards.
@@ -243,8 +253,13 @@ class ReceiptWriter:
         item = PendingWrite(receipt_id, tuple(events), base, skip_freshness)
         if self.batch_window_s <= 0:
             return self.apply(receipt_id, events)
-        if self.batch_store is not None:
+        if self.batch_store is not None or behind:
             item.redactor = self._folder.redactor_on_loop(item)
+        if behind and base is not None:
+            held = self._hold(item, base)
+            if held is not None:
+                return held
+        item.carried = self.behind.take(receipt_id)
         self._queue.append(item)
         if self._leading:
             item.done = anyio.Event()  # no await since it was queued: not finished yet
@@ -269,6 +284,63 @@ class ReceiptWriter:
             raise item.error
         assert item.result is not None
         return item.result
+
+    def _hold(self, item: PendingWrite, base: Receipt) -> Receipt | None:
+        """Fold ``item`` on the loop; if it moves only freshness, hold it in memory and
+        return the receipt as the checks see it (None: it goes to a batch)."""
+        current, observations, changes = self._folder.fold(item, base, self.store)
+        if not FRESHNESS.issuperset(changes):
+            return None
+        if item.skip_freshness:  # a hint that found nothing new: as the batch would
+            self.skipped += 1
+            return base
+        if current is base:  # nothing moved: the batch writes any bare observations
+            return None if observations else base
+        current = self._folder.jitter(base, current)
+        held = self.behind.hold(base, current, observations, self.clock.monotonic())
+        self.notify(base, held, tuple(dict.fromkeys(changes)))
+        return held
+
+    async def flush_behind(self) -> None:
+        """Write every check held in memory, a chunk per transaction (see ``behind.py``).
+
+        A failed chunk loses only freshness: logged, and its receipts look older until
+        their next check. Followers hear each receipt written (its new version).
+        """
+        behind = self.behind
+        if behind.flushing:
+            return
+        behind.flushing = True
+        try:
+            with anyio.CancelScope(shield=True):
+                while behind.pending:
+                    await self._flush_chunk(behind.chunk())
+        finally:
+            behind.flushing = False
+
+    async def _flush_chunk(self, entries: list[Behind]) -> None:
+        batch_store = self.batch_store
+        release = self._hold_feed()
+        try:
+            if batch_store is None:
+                stored = write_chunk(entries, self.store)
+            else:
+                stored = await in_thread(
+                    self.clock, write_chunk, entries, batch_store, limiter=self._thread_limiter()
+                )
+            self.transactions += 1
+        except Exception:
+            log.warning("writing %d held checks failed", len(entries), exc_info=True)
+            stored = [None] * len(entries)
+        finally:
+            release()
+        for entry, doc in zip(entries, stored, strict=True):
+            now_held = self.behind.landed(entry, doc)
+            if now_held is not None:
+                for follower in self._followers:
+                    follower(entry.receipt, now_held)
+        for watcher in self._watchers:
+            watcher()
 
     async def _flush(self, batch: list[PendingWrite]) -> None:
         """Commit ``batch`` (in the worker thread when there is a ``batch_store``), then

@@ -1,0 +1,175 @@
+"""Checks that saw nothing new are held in memory and written together (write-behind).
+
+``chit.reconcile.behind``: while the reconciler runs, a poll that moved only freshness
+commits nothing of its own; the store catches up once the oldest held check has waited
+``WRITE_BEHIND_S``, with the receipt's next real change, or when reconciling stops. On a
+manual clock against the in-process demo server (a 3,600 s task: its message changes
+every 36 s, so the polls between are unchanged).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from chit.clock import ManualClock
+from chit.demo.server import build_demo_server
+from chit.receipts import LifecycleState, Receipt, StatusObserved
+from chit.reconcile.behind import WRITE_BEHIND_S
+from chit.runtime import Supervisor
+from chit.store import Store
+from chit.tasks.client import InProcessServer
+from tests.engine_support import fast_options, supervisor
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _repeats(sup: Supervisor, rid: str) -> int:
+    """Observations the timeline counts (a row's ``repeats`` includes itself)."""
+    return sum(o.repeats for o in sup.store.observations.timeline(rid))
+
+
+def _elsewhere(sup: Supervisor, rid: str) -> Receipt:
+    """The receipt as another process (or a restart after a crash) would read it."""
+    with Store.open_path(sup.store.path) as other:
+        return other.receipts.require(rid)
+
+
+async def _started(tmp_path: Path, sup: Supervisor, clk: ManualClock) -> str:
+    r = await sup.call("demo", "slow_compute", {"seconds": 3600})
+    for _ in range(20):  # until a check wrote the first progress message (news)
+        await clk.run_for(0.5)
+        message = sup.store.receipts.require(r.receipt_id).status_message or ""
+        if message.startswith("Computing"):
+            break
+    else:
+        raise AssertionError("the task's first progress was never written")
+    return r.receipt_id
+
+
+async def test_unchanged_polls_commit_nothing_until_the_flush(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.reconciler.run, stop)
+            rid = await _started(tmp_path, sup, clk)
+            stored = _elsewhere(sup, rid)
+            tx, checks, polls = sup.writer.transactions, sup.reconciler.checks, _repeats(sup, rid)
+            await clk.run_for(WRITE_BEHIND_S - 1.5)
+            await sup.reconciler.idle()
+            held = sup.reconciler.checks - checks
+            assert held >= 2
+            # Nothing committed: not the receipt, not its timeline.
+            assert sup.writer.transactions == tx
+            assert _elsewhere(sup, rid) == stored
+            assert _repeats(sup, rid) == polls
+            in_hand = sup.writer.behind.ahead(rid)
+            assert in_hand is not None and in_hand.status_at > stored.status_at
+            assert in_hand.version == stored.version  # what the checks compare with
+            # The schedule took the next checks from memory: one per poll interval,
+            # not one per scan of the store's older next check.
+            assert held <= WRITE_BEHIND_S - 1.5 + 1
+            await clk.run_for(2.5)  # the oldest held check is due to be written
+            await sup.reconciler.idle()
+            await clk.run_for(0.1)
+            after = _elsewhere(sup, rid)
+            assert sup.writer.transactions > tx
+            assert after.version == stored.version + 1
+            assert after.status_at >= in_hand.status_at  # the newest held check, at least
+            assert after.state is LifecycleState.WORKING
+            assert after.status_message == stored.status_message
+            # Every poll is on the timeline, counted as repeats of the same row.
+            done = sup.reconciler.checks - checks
+            assert _repeats(sup, rid) + len(sup.writer.behind.pending) >= polls + 1
+            assert _repeats(sup, rid) <= polls + done
+            stop.set()
+
+
+async def test_a_change_writes_the_held_checks_with_it(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.reconciler.run, stop)
+            rid = await _started(tmp_path, sup, clk)
+            polls = _repeats(sup, rid)
+            await clk.run_for(2.5)
+            await sup.reconciler.idle()
+            in_hand = sup.writer.behind.ahead(rid)
+            assert in_hand is not None
+            held = sum(1 + row[1] for row in sup.writer.behind.pending[rid].rows)
+            news = StatusObserved(status=LifecycleState.WORKING, message="something new")
+            written = sup.writer.apply(rid, [news])
+            assert sup.writer.behind.ahead(rid) is None
+            assert _elsewhere(sup, rid) == written
+            assert written.status_message == "something new"
+            # The held polls are on the timeline, before the news.
+            timeline = sup.store.observations.timeline(rid)
+            assert timeline[-1].message == "something new"
+            assert _repeats(sup, rid) == polls + held + 1
+            stop.set()
+
+
+async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.reconciler.run, stop)
+            rid = await _started(tmp_path, sup, clk)
+            await clk.run_for(2.5)
+            await sup.reconciler.idle()
+            in_hand = sup.writer.behind.ahead(rid)
+            assert in_hand is not None
+            stop.set()
+        await clk.run_for(0.1)
+        assert not sup.writer.behind.pending
+        stored = _elsewhere(sup, rid)
+        assert stored.status_at == in_hand.status_at
+        assert stored.next_check_at == in_hand.next_check_at
+        assert stored.stale_after == in_hand.stale_after
+        assert stored.version == in_hand.version + 1
+
+
+async def test_a_crash_before_the_flush_loses_only_freshness(tmp_path: Path) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.reconciler.run, stop)
+            rid = await _started(tmp_path, sup, clk)
+            await clk.run_for(2.5)
+            await sup.reconciler.idle()
+            in_hand = sup.writer.behind.ahead(rid)
+            assert in_hand is not None
+            # What a restart after a crash now would find: the receipt as last written,
+            # only its freshness older — and, since its next check has passed, due at once.
+            crashed = _elsewhere(sup, rid)
+            fresh = {"status_at", "next_check_at", "stale_after"}
+            assert crashed.model_dump(exclude=fresh) == in_hand.model_dump(exclude=fresh)
+            assert crashed.status_at < in_hand.status_at
+            assert crashed.next_check_at is not None
+            assert crashed.next_check_at <= clk.now()
+            with Store.open_path(sup.store.path) as other:
+                assert rid in other.receipts.due_ids(clk.now())
+            stop.set()
