@@ -16,8 +16,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "chit"
 
 # Which chit packages each layer may import (besides itself). Top-level helper modules
-# (clock, errors, home, redaction, files, inputs, processes) sit at the bottom and may be
-# imported by every layer except the two that must stand alone.
+# (clock, errors, home, redaction, files, inputs, processes, heap, stackdump) sit at the
+# bottom and may be imported by every layer except the two that must stand alone.
 BOTTOM = {
     "chit.clock",
     "chit.errors",
@@ -26,6 +26,8 @@ BOTTOM = {
     "chit.files",
     "chit.inputs",
     "chit.processes",
+    "chit.heap",
+    "chit.stackdump",
     "chit",
 }
 ALLOWED: dict[str, set[str]] = {
