@@ -3,7 +3,8 @@
 ``chit demo-server`` as the child: the session works as with the SDK's transport, a
 request sent as JSON (:meth:`ServerPipes.request`) gets the server's JSON back and shows
 in the protocol log, a caller that gives up sends the courtesy cancel, and a server that
-dies fails the requests waiting on it instead of leaving them hanging.
+dies fails the requests waiting on it instead of leaving them hanging. A 2025 task's
+``tasks/get`` and ``tasks/result`` go this way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from chit.proxy.wire import undeclare_extension
 from chit.reconcile.protocol_log import ProtocolLog
-from chit.tasks.client import TaskClient
+from chit.tasks.client import TaskClient, TaskError, TaskHandle
 from chit.tasks.client.pipes import ServerPipes
 from tests.engine_support import demo_stdio
 
@@ -103,3 +104,28 @@ async def test_a_server_that_dies_fails_the_waiting_request(tmp_path: Path) -> N
             rid, params = _call(client, "greet", {"name": "x"})
             await pipes.request(rid, "tools/call", params, 30)
         assert again.value.error.code == CONNECTION_CLOSED
+
+
+async def test_2025_task_reads_go_on_the_pipes(tmp_path: Path) -> None:
+    """``tasks/result`` and ``tasks/get`` of a 2025 task are sent as JSON (no SDK session
+    round trip); their answers and errors are what the session's path gave."""
+    async with TaskClient(demo_stdio(tmp_path / "d.db"), mode="legacy") as client:
+        pipes = _pipes(client)
+        sent: list[str] = []
+        original = pipes.request
+
+        async def counted(rid: int, method: str, params: Any, timeout: float) -> Any:
+            sent.append(method)
+            return await original(rid, method, params, timeout)
+
+        pipes.request = counted  # type: ignore[method-assign]
+        started = await client.start("slow_compute", {"seconds": 0.2}, request_key="k")
+        assert isinstance(started, TaskHandle)
+        outcome = await client.result(started.task_id)
+        snap = await client.get(started.task_id)
+        with pytest.raises(TaskError) as unknown:
+            await client.get("no-such-task")
+    assert outcome.status == "completed" and outcome.result is not None
+    assert snap.status == "completed" and snap.task_id == started.task_id
+    assert unknown.value.failure_class == "lost"
+    assert sent == ["tasks/result", "tasks/get", "tasks/get"]

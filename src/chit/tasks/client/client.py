@@ -148,7 +148,7 @@ class TaskClient(ClientBase):
     async def get(self, task_id: str) -> TaskSnapshot:
         """``tasks/get``: one observation; 2026 snapshots carry inline payloads."""
         if self._require(wire.TASKS_GET) == wire.PROTOCOL_2025:
-            return await legacy.get(self.session, task_id)
+            return await legacy.get(self.session, task_id, self.pipes)
         seen = self._seen_inputs.setdefault(task_id, set())
         snap = await modern.get(self.session, task_id, frozenset(seen))
         seen.update(snap.input_requests)
@@ -171,7 +171,7 @@ class TaskClient(ClientBase):
         limit = timeout if timeout is not None else self.result_timeout
         if self._require(wire.TASKS_RESULT) == wire.PROTOCOL_2025:
             with self._router.routing(task_id, on_input):
-                return await legacy.result(self.session, task_id, limit)
+                return await legacy.result(self.session, task_id, limit, self.pipes)
         with anyio.move_on_after(limit):
             while True:
                 snap = await self.get(task_id)
@@ -234,7 +234,7 @@ class TaskClient(ClientBase):
                 raise err from exc
             # -32602 means either "unknown id" or "already terminal"; tasks/get tells which
             # (and raises LostError itself when the id is really unknown).
-            current = await legacy.get(self.session, task_id)
+            current = await legacy.get(self.session, task_id, self.pipes)
             if not current.terminal:
                 raise err from exc
             return CancelOutcome(kind="already_terminal", snapshot=current)
