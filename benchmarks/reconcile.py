@@ -38,7 +38,11 @@ frozen out of full collections), and every phase starts with a collection of wha
 earlier phases left (their engines, clients and task stores): without it a full
 collection of run 1's garbage could land in run 3's burst of ends — a cost of the
 benchmark, not of the engine. Full collections *during* a notification phase are the
-engine's own and are counted (``full GCs``).
+engine's own and are counted (``full GCs``). Likewise a notification phase starts with an
+``os.sync()``: the earlier phases write hundreds of MB of task stores and homes, which
+the kernel writes back up to 30 s later (``vm.dirty_expire_centisecs``), and an fsync —
+the server's durable end, the engine's commit — can wait behind that writeback in the
+burst of ends. How much was dirty when the phase began is printed (``dirty at start``).
 """
 
 from __future__ import annotations
@@ -315,6 +319,17 @@ class _FullCollections:
         gc.callbacks.remove(self._seen)
 
 
+def _dirty_mb() -> float:
+    """Page cache waiting to be written back (Dirty + Writeback, MB; NaN off Linux)."""
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        kb = sum(int(fields[k].split()[0]) for k in ("Dirty", "Writeback"))
+    except (OSError, KeyError, ValueError):
+        return float("nan")
+    return kb / 1024
+
+
 def _hint_arrivals(arrivals: dict[str, float]) -> Any:
     """Record, per task, when its terminal notification reached the client (instrumentation).
 
@@ -338,8 +353,10 @@ async def notifications(
     tmp: Path, n: int, seconds: float, generation: Mode, name: str, thread: bool = True
 ) -> Run:
     """Server change → receipt committed for tasks whose end is pushed."""
-    gc.collect()  # what the earlier phases left (the module's notes)
     run = Run()
+    run.extra["dirty_mb"] = _dirty_mb()
+    os.sync()  # the earlier phases' writes, written back now, not in the burst (notes)
+    gc.collect()  # what the earlier phases left (the module's notes)
     arrivals: dict[str, float] = {}
     full = _FullCollections()
     original = _hint_arrivals(arrivals)
@@ -546,6 +563,8 @@ async def _main(
         for g in notes
     ]
     print(_row("  full GCs per run (longest ms)", *cells))
+    cells = [" / ".join(f"{x.extra['dirty_mb']:.0f}" for x in notes[g]) for g in notes]
+    print(_row("  dirty at start, MB (then synced)", *cells))
     print(f"after: {load()}")
 
 
