@@ -252,31 +252,33 @@ class _Immediate:
 
     def __init__(self, db: sqlite_utils.Database) -> None:
         self._db = db
-        self._nested: AbstractContextManager[Any] | None = None
+        self._nested = False
 
     def __enter__(self) -> sqlite_utils.Database:
         db = self._db
-        if db.conn.in_transaction:
-            self._nested = _savepoint(db)
-            return self._nested.__enter__()
-        # BEGIN goes to the connection directly: sqlite-utils' ``execute`` wrapper
-        # (keyword parsing, implicit-commit bookkeeping) cost more CPU than the
+        # BEGIN and SAVEPOINT go to the connection directly: sqlite-utils' ``execute``
+        # wrapper (keyword parsing, implicit-commit bookkeeping) cost more CPU than the
         # statements on the receipt write path, and transaction control needs none of it.
         try:
-            db.conn.execute("BEGIN IMMEDIATE")
+            if db.conn.in_transaction:
+                # Nested: a savepoint of the outer transaction. One fixed name (SQLite
+                # resolves a repeated name to the innermost), not sqlite-utils'
+                # ``atomic()``: its random name (``secrets.token_hex``) and generator ran
+                # for every receipt of a batch (its write is nested in the batch's).
+                db.conn.execute("SAVEPOINT chit_nested")
+                self._nested = True
+            else:
+                db.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            typed = classify(exc)
-            if typed is None:
-                raise
-            raise typed from exc
+            raise _typed(exc) from exc
         return db
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
     ) -> bool | None:
-        if self._nested is not None:
-            return self._nested.__exit__(kind, exc, tb)
         db = self._db
+        if self._nested:
+            return _release(db, exc)
         if exc is not None:
             _rollback_quietly(db)
             if isinstance(exc, sqlite3.Error) and classify(exc) is not None:
@@ -295,10 +297,26 @@ class _Immediate:
         return False
 
 
-@contextmanager
-def _savepoint(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
-    with translated(), db.atomic():
-        yield db
+def _release(db: sqlite_utils.Database, exc: BaseException | None) -> bool:
+    """End a nested block's savepoint: released on success, undone on an exception.
+
+    As sqlite-utils' ``atomic()`` did: an error that destroyed the whole transaction
+    (savepoints included) is not masked by a "no such savepoint" from the clean-up, and
+    a raw ``sqlite3`` error from the block is re-raised typed.
+    """
+    conn = db.conn
+    try:
+        if exc is None:
+            conn.execute("RELEASE chit_nested")
+            return False
+        if conn.in_transaction:
+            conn.execute("ROLLBACK TO chit_nested")
+            conn.execute("RELEASE chit_nested")
+    except sqlite3.Error as failure:
+        raise _typed(failure) from failure
+    if isinstance(exc, sqlite3.Error) and classify(exc) is not None:
+        raise _typed(exc) from exc
+    return False
 
 
 def immediate(db: sqlite_utils.Database) -> AbstractContextManager[sqlite_utils.Database]:
