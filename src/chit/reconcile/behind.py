@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chit import clock
 from chit.receipts import Observation, Receipt, is_news
 from chit.store import Store, immediate
 from chit.store.db import write
-from chit.store.observation_repo import append_rows
+from chit.store.observation_repo import append_repeated
 from chit.store.receipt_rows import FRESHEN, freshen_params
 
 log = logging.getLogger("chit.reconcile")
@@ -72,17 +71,10 @@ class Behind:
                 self.rows.append([obs, 0, None])
 
 
-_REPEATS = (
-    "UPDATE observations SET repeats = repeats + ?, last_at = ? WHERE receipt_id = ? AND seq = ?"
-)
-
-
 def write_rows(store: Store, rows: Sequence[list[Any]]) -> None:
     """Append held timeline rows inside the caller's transaction (repeats in one step)."""
     for obs, extra, last_at in rows:
-        seq = append_rows(store.db, [obs])[0]
-        if extra:
-            write(store.db, _REPEATS, (extra, clock.iso(last_at), obs.receipt_id, seq))
+        append_repeated(store.db, obs, extra, last_at)
 
 
 def write_chunk(entries: Sequence[Behind], store: Store) -> list[Receipt | None]:

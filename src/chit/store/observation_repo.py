@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from chit import clock
@@ -40,21 +41,25 @@ _INSERT = (
 # Fold a repeat into the receipt's last row when that row says the same thing; the
 # primary-key lookup of the last seq is the same one the insert makes.
 _REPEAT = (
-    "UPDATE observations SET repeats = repeats + 1, last_at = :at"
+    "UPDATE observations SET repeats = repeats + :n, last_at = :at"
     " WHERE receipt_id = :rid"
     " AND seq = (SELECT max(seq) FROM observations WHERE receipt_id = :rid)"
     " AND kind = :kind AND status IS :status AND message IS :message RETURNING seq"
 )
 
 
-def _fold(db: sqlite_utils.Database, obs: Observation) -> int | None:
-    """Count ``obs`` on the receipt's last row if it repeats it; its seq, or None."""
+def _fold(
+    db: sqlite_utils.Database, obs: Observation, times: int = 1, last: str | None = None
+) -> int | None:
+    """Count ``obs`` (``times`` times, the last at ``last``: default ``obs.at``) on the
+    receipt's last row if it repeats it; its seq, or None."""
     cursor = write(
         db,
         _REPEAT,
         {
+            "n": times,
             "rid": obs.receipt_id,
-            "at": clock.iso(obs.at),
+            "at": last if last is not None else clock.iso(obs.at),
             "kind": obs.kind,
             "status": obs.status,
             "message": obs.message,
@@ -142,6 +147,34 @@ def append_rows(
         seqs.append(int(cursor.fetchone()[0]))
         cursor.close()  # a RETURNING statement stays open until its rows are read
     return seqs
+
+
+_BUMP = (
+    "UPDATE observations SET repeats = repeats + ?, last_at = ? WHERE receipt_id = ? AND seq = ?"
+)
+
+
+def append_repeated(
+    db: sqlite_utils.Database, obs: Observation, extra: int, last_at: datetime | None
+) -> int:
+    """Append ``obs`` and ``extra`` repeats of it, the last at ``last_at``, inside the
+    caller's transaction; return its seq.
+
+    What ``append_rows`` would make of ``obs`` followed by ``extra`` copies (checks held
+    in memory, ``chit.reconcile.behind``), in one statement when ``obs`` itself repeats
+    the receipt's last row (the usual case: a poll that saw nothing new).
+    """
+    last = clock.iso(last_at) if extra and last_at is not None else None
+    if not is_news(obs):
+        folded = _fold(db, obs, 1 + extra, last)
+        if folded is not None:
+            return folded
+    cursor = write(db, _INSERT, _row(obs))
+    seq = int(cursor.fetchone()[0])
+    cursor.close()
+    if extra:
+        write(db, _BUMP, (extra, last or clock.iso(obs.at), obs.receipt_id, seq))
+    return seq
 
 
 def row_to_observation(row: sqlite3.Row) -> Observation:
