@@ -28,6 +28,8 @@ from chit.store.observation_repo import append_rows
 from chit.store.receipt_rows import FRESHEN, freshen_params
 
 RedactorFor = Callable[[Receipt], Redactor]
+Folded = tuple[Receipt, list[Observation], list[str]]
+"""A fold's result: the receipt after the events, their observations, changed fields."""
 """The redactor for a receipt's server text (``HandleBook.redactor``)."""
 
 JITTER = 0.1
@@ -57,6 +59,9 @@ class PendingWrite:
     skipped: bool = False
     on_loop: bool = False  # must be written on the loop (no redactor could be found)
     carried: Behind | None = None  # this receipt's checks held in memory, written first
+    # (base, fold) of a fold already made on the loop (``ReceiptWriter._hold``), reused
+    # when the write folds on that same base: one fold per news check, not two.
+    folded: tuple[Receipt, Folded] | None = None
 
 
 class NeedsLoop(Exception):
@@ -106,7 +111,11 @@ class Folder:
         before = _current(item, store)
         if item.carried is not None:  # held checks first: the timeline's order
             write_rows(store, item.carried.rows)
-        current, observations, changes = self.fold(item, before, store)
+        folded = item.folded
+        if folded is not None and folded[0] is before:
+            current, observations, changes = folded[1]
+        else:
+            current, observations, changes = self.fold(item, before, store)
         fresh_only = FRESHNESS.issuperset(changes)
         if item.skip_freshness and fresh_only:
             item.skipped = True
@@ -128,9 +137,7 @@ class Folder:
         item.notice = (before, stored, tuple(dict.fromkeys(changes)))
         return stored
 
-    def fold(
-        self, item: PendingWrite, before: Receipt, store: Store
-    ) -> tuple[Receipt, list[Observation], list[str]]:
+    def fold(self, item: PendingWrite, before: Receipt, store: Store) -> Folded:
         """``item``'s events folded on ``before`` (server text redacted first): the
         receipt after them, their observations, the fields they changed.
 

@@ -288,13 +288,16 @@ class ReceiptWriter:
     def _hold(self, item: PendingWrite, base: Receipt) -> Receipt | None:
         """Fold ``item`` on the loop; if it moves only freshness, hold it in memory and
         return the receipt as the checks see it (None: it goes to a batch)."""
-        current, observations, changes = self._folder.fold(item, base, self.store)
+        folded = self._folder.fold(item, base, self.store)
+        current, observations, changes = folded
         if not FRESHNESS.issuperset(changes):
+            item.folded = (base, folded)  # the batch writes it without folding again
             return None
         if item.skip_freshness:  # a hint that found nothing new: as the batch would
             self.skipped += 1
             return base
         if current is base:  # nothing moved: the batch writes any bare observations
+            item.folded = (base, folded)
             return None if observations else base
         current = self._folder.jitter(base, current)
         held = self.behind.hold(base, current, observations, self.clock.monotonic())
