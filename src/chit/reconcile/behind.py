@@ -112,16 +112,22 @@ class WriteBehind:
         return len(self.pending)
 
     def hold(
-        self, base: Receipt, after: Receipt, observations: Sequence[Observation], now: float
+        self,
+        base: Receipt,
+        after: Receipt,
+        observations: Sequence[Observation],
+        now: float,
+        update: dict[str, Any] | None = None,
     ) -> Receipt:
-        """Hold a check of ``base`` that folded to ``after`` (freshness only); return the
-        receipt as the checks now see it (``base``'s stored version)."""
+        """Hold a check of ``base`` that folded to ``after`` (freshness only), with
+        ``update`` (its jittered next check) applied; return the receipt as the checks
+        now see it (``base``'s stored version)."""
         rid = base.receipt_id
         version = base.version
         moved = self.flushed.pop(rid, None)
         if moved == version + 1:  # read before our own flush wrote it: on top of that
             version = moved
-        kept = after.model_copy(update={"version": version})
+        kept = after.model_copy(update={**(update or {}), "version": version})
         entry = self.pending.get(rid)
         if entry is None:
             entry = self.pending[rid] = Behind(kept, since=now)

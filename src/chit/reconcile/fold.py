@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import anyio
 
@@ -164,20 +164,23 @@ class Folder:
             current = step.receipt
         return current, observations, changes
 
-    def jitter(self, before: Receipt, after: Receipt) -> Receipt:
-        """``after`` with its next check moved later by up to ``JITTER`` of its interval."""
-        return self._jitter(before, after)
-
-    def _jitter(self, before: Receipt, after: Receipt) -> Receipt:
+    def jitter(self, before: Receipt, after: Receipt) -> dict[str, datetime]:
+        """The update moving ``after``'s next check later by up to ``JITTER`` of its
+        interval (empty when it stays): merged by the caller into a copy it makes anyway
+        (``WriteBehind.hold``), one copy of the receipt per held check instead of two."""
         nxt = after.next_check_at
         if nxt is None or after.is_terminal or nxt == before.next_check_at:
-            return after
+            return {}
         span = (nxt - self.clock.now()).total_seconds()
         if span <= 0:
-            return after
+            return {}
         # Only later, never sooner: the floor of the poll interval stays a floor.
         shift = self.rng.uniform(0.0, JITTER) * span
-        return after.model_copy(update={"next_check_at": nxt + timedelta(seconds=shift)})
+        return {"next_check_at": nxt + timedelta(seconds=shift)}
+
+    def _jitter(self, before: Receipt, after: Receipt) -> Receipt:
+        update = self.jitter(before, after)
+        return after.model_copy(update=update) if update else after
 
 
 def _freshen(

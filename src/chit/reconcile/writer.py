@@ -299,8 +299,8 @@ class ReceiptWriter:
         if current is base:  # nothing moved: the batch writes any bare observations
             item.folded = (base, folded)
             return None if observations else base
-        current = self._folder.jitter(base, current)
-        held = self.behind.hold(base, current, observations, self.clock.monotonic())
+        shift = self._folder.jitter(base, current)
+        held = self.behind.hold(base, current, observations, self.clock.monotonic(), shift)
         self.notify(base, held, tuple(dict.fromkeys(changes)))
         return held
 
