@@ -3,7 +3,9 @@
 A batch commits in **one** ``BEGIN IMMEDIATE`` transaction, so a burst of checks costs
 one fsync (``synchronous=FULL`` stays) instead of one each. Each receipt's write is a
 savepoint inside it — all or nothing per receipt — and a receipt that fails (a
-``StaleWrite``, a ``Conflict``) is rolled back alone; the others commit. Nothing here
+``StaleWrite``, a ``Conflict``) is rolled back alone; the others commit. A ``StaleWrite``
+is read again and retried once in the same transaction (under its write lock), then, if
+still stale, in a transaction of its own. Nothing here
 announces or resolves a write: it may run in the writer's worker thread.
 """
 
@@ -53,15 +55,13 @@ def commit_batch(batch: list[PendingWrite], store: Store, write: Write) -> int:
     try:
         with immediate(store.db):
             for item in batch:
-                try:
-                    with savepoint(store):  # per-receipt atomicity in the batch
-                        item.result = write(item, store)
-                except StaleWrite:
-                    retry.add(id(item))
-                except NeedsLoop:
-                    item.on_loop = True
-                except Exception as exc:
-                    item.error = exc
+                if not _in_batch(item, store, write):
+                    # Read again under this transaction's write lock (nobody can write
+                    # in between): usually a write-behind flush that landed while the
+                    # check was asking. Not a transaction of its own, as it was.
+                    item.base = None
+                    if not _in_batch(item, store, write):
+                        retry.add(id(item))
     except Exception as exc:
         # The batch's COMMIT failed (disk full, I/O error): no write of it is known to
         # have landed; every check sees the error and is retried by the schedule.
@@ -82,6 +82,20 @@ def commit_batch(batch: list[PendingWrite], store: Store, write: Write) -> int:
             except Exception as exc:
                 item.error = exc
     return transactions
+
+
+def _in_batch(item: PendingWrite, store: Store, write: Write) -> bool:
+    """Write ``item`` in a savepoint of the batch's transaction; False when stale."""
+    try:
+        with savepoint(store):  # per-receipt atomicity in the batch
+            item.result = write(item, store)
+    except StaleWrite:
+        return False
+    except NeedsLoop:
+        item.on_loop = True
+    except Exception as exc:
+        item.error = exc
+    return True
 
 
 @contextmanager
