@@ -9,6 +9,9 @@ every 36 s, so the polls between are unchanged).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -18,6 +21,7 @@ from chit.clock import ManualClock
 from chit.demo.server import build_demo_server
 from chit.receipts import LifecycleState, Receipt, StatusObserved
 from chit.reconcile.behind import WRITE_BEHIND_S
+from chit.reconcile.writer import BATCH_WINDOW_S
 from chit.runtime import Supervisor
 from chit.store import Store
 from chit.tasks.client import InProcessServer
@@ -42,7 +46,67 @@ def _elsewhere(sup: Supervisor, rid: str) -> Receipt:
         return other.receipts.require(rid)
 
 
-async def _started(tmp_path: Path, sup: Supervisor, clk: ManualClock) -> str:
+@dataclass
+class Reconciling:
+    """The supervisor reconciling on ``clock``, with one live 3,600 s task (``rid``)."""
+
+    sup: Supervisor
+    clock: ManualClock
+    rid: str
+    _stop: anyio.Event
+    _ended: anyio.Event
+
+    async def idle(self) -> None:
+        """Wait until no check is in flight.
+
+        After ``run_for`` every task waits for something. A check still in flight waits
+        either for a real thread (the demo server's store: it ends on its own) or, one
+        that found news in the last ``BATCH_WINDOW_S`` of the time run, for the writer's
+        batch window on this clock, which nothing else moves: a bare ``idle()`` would
+        wait for it until the test's timeout. So: wait, and while a check stays in
+        flight, let virtual time run one batch window at a time.
+        """
+        while True:
+            with anyio.move_on_after(0.5) as waited:  # real time: a thread's share
+                await self.sup.reconciler.idle()
+            if not waited.cancelled_caught:
+                return
+            await self.clock.run_for(BATCH_WINDOW_S)
+
+    async def stop(self) -> None:
+        """Stop reconciling and wait until it stopped (what it held is written then)."""
+        self._stop.set()
+        await self._ended.wait()
+
+
+@asynccontextmanager
+async def reconciling(tmp_path: Path) -> AsyncIterator[Reconciling]:
+    """The demo server in process, a supervisor on a manual clock reconciling it, and a
+    3,600 s task whose first progress is written (its message changes every 36 s, so the
+    polls that follow are unchanged)."""
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    clk = ManualClock()
+    async with supervisor(
+        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
+    ) as sup:
+        stop, ended = anyio.Event(), anyio.Event()
+
+        async def run() -> None:
+            try:
+                await sup.reconciler.run(stop)
+            finally:
+                ended.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                rid = await _started(sup, clk)
+                yield Reconciling(sup, clk, rid, stop, ended)
+            finally:
+                stop.set()
+
+
+async def _started(sup: Supervisor, clk: ManualClock) -> str:
     r = await sup.call("demo", "slow_compute", {"seconds": 3600})
     for _ in range(20):  # until a check wrote the first progress message (news)
         await clk.run_for(0.5)
@@ -55,90 +119,67 @@ async def _started(tmp_path: Path, sup: Supervisor, clk: ManualClock) -> str:
 
 
 async def test_unchanged_polls_commit_nothing_until_the_flush(tmp_path: Path) -> None:
-    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    clk = ManualClock()
-    async with supervisor(
-        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
-    ) as sup:
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sup.reconciler.run, stop)
-            rid = await _started(tmp_path, sup, clk)
-            stored = _elsewhere(sup, rid)
-            tx, checks, polls = sup.writer.transactions, sup.reconciler.checks, _repeats(sup, rid)
-            await clk.run_for(WRITE_BEHIND_S - 1.5)
-            await sup.reconciler.idle()
-            held = sup.reconciler.checks - checks
-            assert held >= 2
-            # Nothing committed: not the receipt, not its timeline.
-            assert sup.writer.transactions == tx
-            assert _elsewhere(sup, rid) == stored
-            assert _repeats(sup, rid) == polls
-            in_hand = sup.writer.behind.ahead(rid)
-            assert in_hand is not None and in_hand.status_at > stored.status_at
-            assert in_hand.version == stored.version  # what the checks compare with
-            # The schedule took the next checks from memory: one per poll interval,
-            # not one per scan of the store's older next check.
-            assert held <= WRITE_BEHIND_S - 1.5 + 1
-            await clk.run_for(2.5)  # the oldest held check is due to be written
-            await sup.reconciler.idle()
-            await clk.run_for(0.1)
-            after = _elsewhere(sup, rid)
-            assert sup.writer.transactions > tx
-            assert after.version == stored.version + 1
-            assert after.status_at >= in_hand.status_at  # the newest held check, at least
-            assert after.state is LifecycleState.WORKING
-            assert after.status_message == stored.status_message
-            # Every poll is on the timeline, counted as repeats of the same row.
-            done = sup.reconciler.checks - checks
-            assert _repeats(sup, rid) + len(sup.writer.behind.pending) >= polls + 1
-            assert _repeats(sup, rid) <= polls + done
-            stop.set()
+    async with reconciling(tmp_path) as run:
+        sup, clk, rid = run.sup, run.clock, run.rid
+        stored = _elsewhere(sup, rid)
+        tx, checks, polls = sup.writer.transactions, sup.reconciler.checks, _repeats(sup, rid)
+        await clk.run_for(WRITE_BEHIND_S - 1.5)
+        await run.idle()
+        held = sup.reconciler.checks - checks
+        assert held >= 2
+        # Nothing committed: not the receipt, not its timeline.
+        assert sup.writer.transactions == tx
+        assert _elsewhere(sup, rid) == stored
+        assert _repeats(sup, rid) == polls
+        in_hand = sup.writer.behind.ahead(rid)
+        assert in_hand is not None and in_hand.status_at > stored.status_at
+        assert in_hand.version == stored.version  # what the checks compare with
+        # The schedule took the next checks from memory: one per poll interval,
+        # not one per scan of the store's older next check.
+        assert held <= WRITE_BEHIND_S - 1.5 + 1
+        await clk.run_for(2.5)  # the oldest held check is due to be written
+        await run.idle()
+        await clk.run_for(0.1)
+        after = _elsewhere(sup, rid)
+        assert sup.writer.transactions > tx
+        assert after.version == stored.version + 1
+        assert after.status_at >= in_hand.status_at  # the newest held check, at least
+        assert after.state is LifecycleState.WORKING
+        assert after.status_message == stored.status_message
+        # Every poll is on the timeline, counted as repeats of the same row.
+        done = sup.reconciler.checks - checks
+        assert _repeats(sup, rid) + len(sup.writer.behind.pending) >= polls + 1
+        assert _repeats(sup, rid) <= polls + done
 
 
 async def test_a_change_writes_the_held_checks_with_it(tmp_path: Path) -> None:
-    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    clk = ManualClock()
-    async with supervisor(
-        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
-    ) as sup:
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sup.reconciler.run, stop)
-            rid = await _started(tmp_path, sup, clk)
-            polls = _repeats(sup, rid)
-            await clk.run_for(2.5)
-            await sup.reconciler.idle()
-            in_hand = sup.writer.behind.ahead(rid)
-            assert in_hand is not None
-            held = sum(1 + row[1] for row in sup.writer.behind.pending[rid].rows)
-            news = StatusObserved(status=LifecycleState.WORKING, message="something new")
-            written = sup.writer.apply(rid, [news])
-            assert sup.writer.behind.ahead(rid) is None
-            assert _elsewhere(sup, rid) == written
-            assert written.status_message == "something new"
-            # The held polls are on the timeline, before the news.
-            timeline = sup.store.observations.timeline(rid)
-            assert timeline[-1].message == "something new"
-            assert _repeats(sup, rid) == polls + held + 1
-            stop.set()
+    async with reconciling(tmp_path) as run:
+        sup, rid = run.sup, run.rid
+        polls = _repeats(sup, rid)
+        await run.clock.run_for(2.5)
+        await run.idle()
+        in_hand = sup.writer.behind.ahead(rid)
+        assert in_hand is not None
+        held = sum(1 + row[1] for row in sup.writer.behind.pending[rid].rows)
+        news = StatusObserved(status=LifecycleState.WORKING, message="something new")
+        written = sup.writer.apply(rid, [news])
+        assert sup.writer.behind.ahead(rid) is None
+        assert _elsewhere(sup, rid) == written
+        assert written.status_message == "something new"
+        # The held polls are on the timeline, before the news.
+        timeline = sup.store.observations.timeline(rid)
+        assert timeline[-1].message == "something new"
+        assert _repeats(sup, rid) == polls + held + 1
 
 
 async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
-    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    clk = ManualClock()
-    async with supervisor(
-        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
-    ) as sup:
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sup.reconciler.run, stop)
-            rid = await _started(tmp_path, sup, clk)
-            await clk.run_for(2.5)
-            await sup.reconciler.idle()
-            in_hand = sup.writer.behind.ahead(rid)
-            assert in_hand is not None
-            stop.set()
+    async with reconciling(tmp_path) as run:
+        sup, clk, rid = run.sup, run.clock, run.rid
+        await clk.run_for(2.5)
+        await run.idle()
+        in_hand = sup.writer.behind.ahead(rid)
+        assert in_hand is not None
+        await run.stop()
         await clk.run_for(0.1)
         assert not sup.writer.behind.pending
         stored = _elsewhere(sup, rid)
@@ -149,27 +190,19 @@ async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
 
 
 async def test_a_crash_before_the_flush_loses_only_freshness(tmp_path: Path) -> None:
-    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
-    clk = ManualClock()
-    async with supervisor(
-        tmp_path / "home", {"demo": spec}, fast_options("2026"), clock=clk
-    ) as sup:
-        stop = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sup.reconciler.run, stop)
-            rid = await _started(tmp_path, sup, clk)
-            await clk.run_for(2.5)
-            await sup.reconciler.idle()
-            in_hand = sup.writer.behind.ahead(rid)
-            assert in_hand is not None
-            # What a restart after a crash now would find: the receipt as last written,
-            # only its freshness older — and, since its next check has passed, due at once.
-            crashed = _elsewhere(sup, rid)
-            fresh = {"status_at", "next_check_at", "stale_after"}
-            assert crashed.model_dump(exclude=fresh) == in_hand.model_dump(exclude=fresh)
-            assert crashed.status_at < in_hand.status_at
-            assert crashed.next_check_at is not None
-            assert crashed.next_check_at <= clk.now()
-            with Store.open_path(sup.store.path) as other:
-                assert rid in other.receipts.due_ids(clk.now())
-            stop.set()
+    async with reconciling(tmp_path) as run:
+        sup, clk, rid = run.sup, run.clock, run.rid
+        await clk.run_for(2.5)
+        await run.idle()
+        in_hand = sup.writer.behind.ahead(rid)
+        assert in_hand is not None
+        # What a restart after a crash now would find: the receipt as last written,
+        # only its freshness older — and, since its next check has passed, due at once.
+        crashed = _elsewhere(sup, rid)
+        fresh = {"status_at", "next_check_at", "stale_after"}
+        assert crashed.model_dump(exclude=fresh) == in_hand.model_dump(exclude=fresh)
+        assert crashed.status_at < in_hand.status_at
+        assert crashed.next_check_at is not None
+        assert crashed.next_check_at <= clk.now()
+        with Store.open_path(sup.store.path) as other:
+            assert rid in other.receipts.due_ids(clk.now())
