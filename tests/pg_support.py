@@ -186,8 +186,20 @@ def new_cluster(*, durable: bool = False) -> Cluster:
     return cluster
 
 
+def close_pools(url: str) -> None:
+    """Close this process's sidecar pools on ``url`` (a database, or a server ending in
+    ``/``) before it goes: a pool left open keeps reconnecting in the background and
+    logs ``error connecting in 'chit-sidecar'`` into later tests' output."""
+    try:
+        from chit.sidecar.pgdb import close_pools as close
+    except ImportError:  # psycopg missing: no pool was ever made
+        return
+    close(url)
+
+
 def remove_cluster(cluster: Cluster) -> None:
-    """Stop ``cluster`` and delete its directory."""
+    """Stop ``cluster`` (closing this process's pools on it first) and delete its directory."""
+    close_pools(cluster.url.rpartition("/")[0] + "/")
     cluster.stop()
     shutil.rmtree(cluster.root, ignore_errors=True)
 
@@ -198,6 +210,7 @@ def pg_server() -> Iterator[str]:
     external = os.environ.get("CHIT_TEST_PG_URL")
     if external:
         yield external
+        close_pools(external.rpartition("/")[0] + "/")
         return
     cluster = new_cluster()
     try:
@@ -238,4 +251,5 @@ def pg_url(pg_server: str) -> Iterator[str]:
     try:
         yield url
     finally:
+        close_pools(url)
         drop_database(pg_server, url)

@@ -264,6 +264,34 @@ def _pool_for(url: str) -> Any:
         return pool
 
 
+def close_pools(url: str = "") -> int:
+    """Close and forget this process's pools for ``url`` (every pool when empty).
+
+    A pool lives as long as the process and keeps reconnecting to its database in the
+    background; a caller that is done with a database for good (a test whose server
+    is about to stop) closes it here, so nothing logs failed reconnects afterwards.
+    ``url`` also matches the same URL with options (``?pool_size=...``); a URL ending
+    in ``/`` (a server, no database) matches every database on that server.
+
+    Returns:
+        How many pools were closed.
+    """
+    with _pools_lock:
+        gone = [key for key in _pools if _same_database(key, url)]
+        pools = [_pools.pop(key) for key in gone]
+    for key in gone:
+        _down.pop(key, None)
+    for pool in pools:
+        pool.close(timeout=1.0)
+    return len(pools)
+
+
+def _same_database(key: str, url: str) -> bool:
+    if not url or key == url or key.startswith(url + "?"):
+        return True
+    return url.endswith("/") and key.startswith(url)
+
+
 class PgDatabase:
     """A sidecar database handle on PostgreSQL (see module docstring); thread-safe."""
 
