@@ -48,11 +48,49 @@ and ``chit tools`` processes outlasted 60 s; a hang still fails, after this boun
 """
 
 
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def where_it_spins(pid: int) -> str:
+    """Whether a hung process burns CPU or waits (its CPU time over one second), and
+    ``py-spy dump`` of it when py-spy is installed: SIGUSR1's dump runs in Python, at
+    a bytecode boundary of whatever loop the process is stuck in, and cannot say which.
+    """
+    import shutil
+    import time
+
+    before = _cpu_ticks(pid)
+    time.sleep(1.0)  # a measurement window, not a wait for an event
+    after = _cpu_ticks(pid)
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = "?" if before is None or after is None else f"{(after - before) / ticks:.2f}"
+    text = f"CPU over the last second: {used} s"
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if Path(spy).exists():
+        try:
+            dump = subprocess.run(
+                [spy, "dump", "--pid", str(pid), "--locals"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            text += f"\npy-spy dump:\n{(dump.stdout + dump.stderr)[-8000:]}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            text += f" (py-spy failed: {exc})"
+    return text
+
+
 def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
     """Run ``python -m chit ARGS`` and capture its outcome (bounded by :data:`CLI_SAFETY_S`).
 
-    A process that outlives the bound is asked where it waits (``kill -USR1``:
-    ``chit.stackdump``) before it is killed, and the test fails with that dump.
+    A process that outlives the bound is looked at (:func:`where_it_spins`) and asked
+    where it waits (``kill -USR1``: ``chit.stackdump``) before it is killed, and the
+    test fails with both.
     """
     proc = subprocess.Popen(
         [sys.executable, "-m", "chit", *args],
@@ -65,6 +103,7 @@ def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
     try:
         out, err = proc.communicate(stdin, timeout=CLI_SAFETY_S)
     except subprocess.TimeoutExpired:
+        native = where_it_spins(proc.pid)
         proc.send_signal(signal.SIGUSR1)
         try:
             out, err = proc.communicate(timeout=10)  # the dump, or the end it was near
@@ -72,8 +111,8 @@ def run_chit(*args: str, env: dict[str, str], stdin: str | None = None) -> Ran:
             proc.kill()
             out, err = proc.communicate()
         raise AssertionError(
-            f"chit {' '.join(args)} did not end within {CLI_SAFETY_S:g} s; its stderr, "
-            f"with where it waited:\n{err[-12000:]}"
+            f"chit {' '.join(args)} did not end within {CLI_SAFETY_S:g} s; {native}\n"
+            f"its stderr, with where it waited:\n{err[-12000:]}"
         ) from None
     finally:
         if proc.poll() is None:
