@@ -18,8 +18,9 @@
   a failure and stopped.
 * A run killed from outside (SIGKILL, a CI timeout) runs none of that: every process a
   test starts inherits ``PYTEST_CHIT_CREATOR`` (this process's pid; ``proc_support``),
-  and each session (each xdist worker) first stops the chit daemons whose creator is
-  gone — never one whose creator runs, so workers and runs side by side are safe.
+  and each session (each xdist worker) first stops the chit daemons and ``chit
+  demo-server`` processes (an HTTP one never ends by itself) whose creator is gone —
+  never one whose creator runs, so workers and runs side by side are safe.
 """
 
 from __future__ import annotations

@@ -181,6 +181,12 @@ def _is_daemon(argv: list[bytes]) -> bool:
     return after in ([], [b"--spawned"])
 
 
+def _is_demo_server(argv: list[bytes]) -> bool:
+    """True for the argv of ``chit demo-server`` (stdio or ``--http``): a test's server
+    left running when its test process was killed (nothing else ends an HTTP one)."""
+    return b"chit" in argv and b"demo-server" in argv
+
+
 def creator_of(pid: int) -> int | None:
     """The test process that started ``pid`` (its ``CREATOR`` variable), None if none."""
     try:
@@ -196,7 +202,8 @@ def creator_of(pid: int) -> int | None:
 
 
 def orphaned_daemons() -> list[int]:
-    """Pids of chit daemons started under a test process that no longer runs.
+    """Pids of chit daemons (and ``chit demo-server`` processes) started under a test
+    process that no longer runs.
 
     Only processes that carry ``CREATOR`` (started by this suite): a daemon someone
     runs by hand, or one of a run still going beside this one (another worker's, another
@@ -210,7 +217,7 @@ def orphaned_daemons() -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if not _is_daemon(argv):
+        if not (_is_daemon(argv) or _is_demo_server(argv)):
             continue
         creator = creator_of(int(entry.name))
         if creator is not None and not pid_alive(creator) and alive(int(entry.name)):

@@ -116,16 +116,21 @@ def start_chit_http(
         stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited: {log_path.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, f"http://127.0.0.1:{port}/mcp"
-        except OSError:
-            time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError(f"{what} did not listen within {timeout:g} s")
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited: {log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    return proc, f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"{what} did not listen within {timeout:g} s")
+    except BaseException:
+        # Also a test's timeout (pytest-timeout raises here) or ctrl-c while waiting:
+        # the caller never got the process, so nobody else would stop it.
+        stop(proc)
+        raise
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
