@@ -92,7 +92,7 @@ def _no_daemon_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
     stopped = end_orphaned_daemons()
     if stopped:  # a killed run's; said once, not a failure of this one
-        warnings.warn(f"stopped daemons of a killed test run: {stopped}", stacklevel=1)
+        warnings.warn(f"stopped processes of a killed test run: {stopped}", stacklevel=1)
     yield
     found = leftovers(tmp_path_factory.getbasetemp())
     assert not found, f"tests left processes running (stopped now): {end_leftovers(found)}"

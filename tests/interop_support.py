@@ -97,8 +97,11 @@ def http_server(
     """Run ``argv`` as a background server, wait until ``port`` listens, kill it after.
 
     The child gets its own process group so the whole tree (``npx``/``node`` wrappers)
-    is stopped by pid, never by name.
+    is stopped by pid, never by name; it gets SIGTERM from the kernel if this process
+    dies without stopping it (``chit.tasks.client.deathsig``).
     """
+    from chit.tasks.client.deathsig import die_with_parent
+
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         list(argv),
@@ -106,6 +109,9 @@ def http_server(
         stdout=out,
         stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
         start_new_session=True,
+        # Its own session outlives a SIGKILLed test process (a CI timeout, a killed
+        # worker), which runs no teardown: the kernel ends it then (Linux).
+        preexec_fn=die_with_parent(),
     )
     try:
         wait_listening(port, proc)

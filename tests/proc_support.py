@@ -108,12 +108,15 @@ def start_chit_http(
     port = free_port()
     log_path = log_dir / f"{log_name}-http-{port}.log"
     log = open(log_path, "wb")  # noqa: SIM115 - lives as long as the process
+    from chit.tasks.client.deathsig import die_with_parent
+
     proc = subprocess.Popen(
         [python, "-m", "chit", *args, "--http", f"127.0.0.1:{port}"],
         env=dict(env),
         stdin=stdin,
         stdout=log,
         stderr=subprocess.STDOUT,
+        preexec_fn=die_with_parent(),  # ends with a SIGKILLed test process
     )
     deadline = time.monotonic() + timeout
     try:
