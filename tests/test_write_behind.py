@@ -73,6 +73,14 @@ class Reconciling:
                 return
             await self.clock.run_for(BATCH_WINDOW_S)
 
+    async def held(self) -> Receipt:
+        """Let 2.5 s of checks run (under the flush's 5 s) and return the receipt they hold."""
+        await self.clock.run_for(2.5)
+        await self.idle()
+        in_hand = self.sup.writer.behind.ahead(self.rid)
+        assert in_hand is not None
+        return in_hand
+
     async def stop(self) -> None:
         """Stop reconciling and wait until it stopped (what it held is written then)."""
         self._stop.set()
@@ -175,10 +183,7 @@ async def test_a_change_writes_the_held_checks_with_it(tmp_path: Path) -> None:
 async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
     async with reconciling(tmp_path) as run:
         sup, clk, rid = run.sup, run.clock, run.rid
-        await clk.run_for(2.5)
-        await run.idle()
-        in_hand = sup.writer.behind.ahead(rid)
-        assert in_hand is not None
+        in_hand = await run.held()
         await run.stop()
         await clk.run_for(0.1)
         assert not sup.writer.behind.pending
@@ -192,10 +197,7 @@ async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
 async def test_a_crash_before_the_flush_loses_only_freshness(tmp_path: Path) -> None:
     async with reconciling(tmp_path) as run:
         sup, clk, rid = run.sup, run.clock, run.rid
-        await clk.run_for(2.5)
-        await run.idle()
-        in_hand = sup.writer.behind.ahead(rid)
-        assert in_hand is not None
+        in_hand = await run.held()
         # What a restart after a crash now would find: the receipt as last written,
         # only its freshness older — and, since its next check has passed, due at once.
         crashed = _elsewhere(sup, rid)
