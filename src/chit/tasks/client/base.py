@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 from contextlib import AsyncExitStack
+from types import TracebackType
 from typing import Any, Self
 
 import anyio
+from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.session import ClientSession
 
@@ -28,6 +30,39 @@ from chit.tasks.client.spec import ServerSpec
 from chit.tasks.client.tap import Tap
 
 logger = logging.getLogger("chit.tasks.client.client")
+
+
+async def enter_task_group(stack: AsyncExitStack) -> TaskGroup:
+    """Enter a new task group on ``stack``, its exit made safe for an exit stack.
+
+    anyio's ``TaskGroup.__aexit__`` (4.16) re-raises the exception it is handed
+    (``raise exc_val``) where a ``with`` statement's exit returns False. On an exit
+    stack that exception can be a later-entered exit's: the SDK's session close
+    cancelled anew (HTTP: its DELETE; legacy in-process: its stream close) when the
+    owner task was cancelled while connected. The re-raise sets its ``__context__``
+    to the exception the stack's caller is handling; ``contextlib``'s
+    ``_fix_exception_context(new, old)`` then walks ``new``'s chain to that
+    exception and re-points the link to ``old`` - the same object: ``exc.__context__
+    is exc`` (CPython 3.10 to 3.13.0 alike). anyio's ``task_done`` walks that chain
+    without end: the legacy ``chit follow`` spin at shutdown (docs/reliability.md,
+    "Hangs say where"). Returning False for the exception handed in keeps it
+    propagating unchanged, as the stack does for any exit that does not suppress.
+    """
+    tg = anyio.create_task_group()
+    await tg.__aenter__()
+
+    async def exit_group(
+        exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        try:
+            return await tg.__aexit__(exc_type, exc, tb)
+        except BaseException as raised:
+            if exc is None or raised is not exc:
+                raise
+            return False
+
+    stack.push_async_exit(exit_group)
+    return tg
 
 
 class ClientBase:
@@ -83,7 +118,7 @@ class ClientBase:
         await stack.__aenter__()
         try:
             # The hint queue's task: stopped (after the session closed) on exit.
-            tg = await stack.enter_async_context(anyio.create_task_group())
+            tg = await enter_task_group(stack)
             stack.callback(tg.cancel_scope.cancel)
             tg.start_soon(self.hints.run)
             self._client = await connect(
@@ -205,4 +240,4 @@ class ClientBase:
                 logger.exception("on_hint callback raised")
 
 
-__all__ = ["ClientBase"]
+__all__ = ["ClientBase", "enter_task_group"]
