@@ -340,6 +340,13 @@ class ConnectionPool:
     ) -> None:
         opts = self.options
         started = False
+        mine: TaskClient | None = None
+        # This owner's events, made by get() under conn.lock: a reconnect replaces
+        # conn.stop/closed while an earlier owner may still be closing, and that owner
+        # must neither set its successor's ``closed`` nor forget its successor's client
+        # (which left the successor waiting on an event no one would set, until the
+        # engine's shutdown cancelled it while connected).
+        stop, closed = conn.stop, conn.closed
         handler = self._input_handler
         if self._server_input is not None:
             handler = partial(self._server_input, server)
@@ -358,8 +365,8 @@ class ConnectionPool:
                 on_message=on_message,
             ) as client:
                 task_status.started(client)
-                started = True
-                await conn.stop.wait()
+                started, mine = True, client
+                await stop.wait()
         except Exception as exc:
             if not started:
                 raise
@@ -367,8 +374,8 @@ class ConnectionPool:
             # requests fail and the next get() reconnects.
             log.info("connection closed: %s", type(exc).__name__)
         finally:
-            conn.closed.set()
-            if started and conn.client is not None and conn.stop.is_set() is False:
+            closed.set()
+            if started and conn.client is mine and not stop.is_set():
                 conn.client = None
 
     async def aclose(self) -> None:
