@@ -10,8 +10,11 @@ deadline: nothing here sleeps a fixed time before an assertion.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +26,7 @@ import anyio
 import chit as chit_package
 from chit.tasks.client import StdioServer, TaskClient, TaskSnapshot
 from tests import peers
+from tests.cli_support import where_it_spins
 from tests.daemon_support import chit, daemon_env, daemon_home
 
 PYTHON = sys.executable
@@ -64,8 +68,19 @@ def proxy_home(tmp: Path, **servers: list[str]) -> Iterator[Path]:
 
 
 def proxy_spec(home: Path, server: str, *extra: str, **env: str) -> StdioServer:
-    """How a host launches ``chit proxy SERVER`` (the daemon is started on demand)."""
-    return StdioServer(PYTHON, ["-m", "chit", "proxy", server, *extra], env=daemon_env(home, **env))
+    """How a host launches ``chit proxy SERVER`` (the daemon is started on demand).
+
+    The proxy's stderr goes to ``HOME/logs/proxy.stderr`` (appended), where
+    :func:`diagnosis` reads it: its stack dump when :func:`explained` asks for one.
+    """
+    logs = home / "logs"
+    logs.mkdir(mode=0o700, parents=True, exist_ok=True)  # chit refuses a home others can read
+    stderr = open(logs / PROXY_STDERR, "a")  # noqa: SIM115 - the proxy's, for its life
+    args = ["-m", "chit", "proxy", server, *extra]
+    return StdioServer(PYTHON, args, env=daemon_env(home, **env), stderr=stderr)
+
+
+PROXY_STDERR = "proxy.stderr"
 
 
 async def until_terminal(tc: TaskClient, task_id: str, timeout: float = 60) -> TaskSnapshot:
@@ -186,9 +201,12 @@ def diagnosis(home: Path, server: str = "demo", lines: int = 60) -> str:
     """What happened, for a failure's message: the daemon's and the server's log tails
     and every receipt's timeline (read from the store; no daemon needed)."""
     parts: list[str] = []
-    for log in (home / "logs" / "daemon.log", home / "logs" / "servers" / f"{server}.log"):
+    logs = home / "logs"
+    for log in (logs / "daemon.log", logs / "servers" / f"{server}.log", logs / PROXY_STDERR):
         try:
-            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            tail = _tail(log.read_text(errors="replace").splitlines(), lines)
+        except FileNotFoundError:
+            continue
         except OSError as exc:
             tail = [f"(unreadable: {exc})"]
         parts += [f"--- {log.name}", *tail]
@@ -206,13 +224,82 @@ def diagnosis(home: Path, server: str = "demo", lines: int = 60) -> str:
     return "\n".join(parts)
 
 
+def _tail(lines: list[str], keep: int) -> list[str]:
+    """The last ``keep`` lines, and every line from the last stack dump on (a dump is
+    longer than a log's usual tail and is the part that says where a process waited)."""
+    starts = [i for i, line in enumerate(lines) if "chit: stack dump" in line]
+    first = min(len(lines) - keep, starts[-1]) if starts else len(lines) - keep
+    return lines[max(first, 0) :]
+
+
+WATCH_S = 120.0
+"""When :func:`explained` looks at a block still running: well past a passing run
+(~30 s at load 6) and well before the tests' own 180 s waits give up, while the
+processes still wait where they hung."""
+
+
+def chit_processes(home: Path) -> list[int]:
+    """Pids of chit processes (proxy, daemon, demo server) running for ``home``."""
+    mark = f"CHIT_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"chit" in cmdline and mark in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def where_they_wait(home: Path) -> str:
+    """Each chit process of ``home``: its command, CPU use and ``py-spy dump``; each is
+    sent SIGUSR1 too (``chit.stackdump``: its asyncio tasks, to the daemon's log and the
+    proxy's stderr file, which :func:`diagnosis` shows)."""
+    parts = []
+    for pid in chit_processes(home):
+        try:
+            cmd = (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        parts.append(f"--- pid {pid}: {cmd.decode(errors='replace')}\n{where_it_spins(pid)}")
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except OSError:
+            continue
+    return "\n".join(parts) or "(no chit process of this home was running)"
+
+
 @contextmanager
-def explained(home: Path, server: str = "demo") -> Iterator[None]:
-    """Re-raise any failure in the block with :func:`diagnosis` in its message."""
+def explained(home: Path, server: str = "demo", watch_s: float = WATCH_S) -> Iterator[None]:
+    """Re-raise any failure in the block with :func:`diagnosis` in its message.
+
+    A block still running after ``watch_s`` gets its chit processes looked at then
+    (:func:`where_they_wait`), while they still wait where they hung: a test that gives
+    up later ends its host, and with it the proxy, first. A block that then passes
+    throws the look away.
+    """
     started = time.monotonic()
+    looked: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        if not done.wait(watch_s):
+            looked.append(f"--- after {watch_s:g} s, where the processes waited\n")
+            looked.append(where_they_wait(home))
+
+    watcher = threading.Thread(target=watch, name="explained-watch", daemon=True)
+    watcher.start()
     try:
         yield
     except Exception as exc:
         took = time.monotonic() - started
-        why = f"{type(exc).__name__}: {exc} (after {took:.1f} s)\n{diagnosis(home, server)}"
-        raise AssertionError(why) from exc
+        done.set()
+        watcher.join()
+        why = f"{type(exc).__name__}: {exc} (after {took:.1f} s)\n{''.join(looked)}"
+        raise AssertionError(f"{why}\n{diagnosis(home, server)}") from exc
+    finally:
+        done.set()
