@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,49 @@ async def test_writes_queued_during_a_commit_form_one_group_and_fail_alone(
         assert group.groups == groups + 2  # "first" alone, then the three together
         assert sorted(done) == ["a", "b", "first", "refused"]  # the reused key alone
         assert all(sup.store.intents.get(k) is not None for k in ("first", "a", "b"))
+
+
+async def _watcher_caught_up(engine: LocalEngine) -> None:
+    """Wait for the feed's watcher to have seen every commit of other connections."""
+    feed = engine.feed
+    with anyio.fail_after(WAIT_S):
+        while feed._data_version != feed._read_data_version():
+            await anyio.sleep(0.05)  # the watcher's tick, polled (not a fixed wait)
+
+
+async def test_a_change_announced_behind_a_batchs_floor_is_delivered(engine: LocalEngine) -> None:
+    """A write on the loop while a batch waits for the thread is delivered, although the
+    batch announces nothing.
+
+    The daemon records a legacy task's result on the loop (``ReceiptWriter.apply``, from
+    ``tasks/result``) while a check's batch holds the feed's floor: the result's bus event
+    pumps up to the floor only. The check, folded on the finished receipt, wrote nothing
+    and announced nothing; before the fix the result then waited for an unrelated write,
+    and ``chit proxy``'s task for the host never ended (tests/test_proxy_inputs.py, at load
+    10: the receipt completed, the host polled ``working`` for 180 s).
+    """
+    sup = engine.supervisor
+    writer = sup.writer
+    rid = (await sup.call("demo", "slow_compute", {"seconds": 30})).receipt_id
+    async with engine.feed.subscribe(receipt_id=rid) as stream:
+        await _watcher_caught_up(engine)  # the call's own commits are old news to it
+        _drain(stream)
+        limiter = writer._thread_limiter()
+        # Holding the thread's limiter: the batch takes its floor, then waits for it.
+        async with anyio.create_task_group() as tg, limiter:
+            tg.start_soon(partial(writer.submit, rid, [_status("the result")], skip_freshness=True))
+            with anyio.fail_after(WAIT_S):
+                while writer.announced_through() is None:
+                    await anyio.lowlevel.checkpoint()
+            writer.apply(rid, [_status("the result")])  # committed and announced now
+            early = [e for e in _drain(stream) if isinstance(e, ReceiptUpdate)]
+            assert early == [], "read past the batch's floor"
+        # The batch ran: the receipt already said it, so the check was skipped (a hint's
+        # check that finds nothing new writes nothing: no other connection commits).
+        assert writer.announced_through() is None and writer.skipped == 1
+        with anyio.fail_after(WAIT_S):
+            update = await stream.receive()
+            while not isinstance(update, ReceiptUpdate):
+                update = await stream.receive()
+    assert update.receipt.status_message == "the result"
+    assert update.changes, "delivered without the change its bus event names"

@@ -20,6 +20,13 @@ only up to what the writer has announced (``ReceiptWriter.announced_through``): 
 of a batch still in flight is delivered when its bus event comes, with the state before
 it, never earlier as a change of unknown origin. A ``data_version`` tick meanwhile just
 finds nothing new.
+
+A read held back that way is read again on the watcher's next tick (``poll_s``), not only
+at the next announcement: a change committed on the loop while a batch is in the thread
+(``ReceiptWriter.apply``: a task's result from ``tasks/result``) is announced while the
+batch holds the cursor back, and a batch, a write-behind flush or an intent's group may
+end announcing nothing — the change then waited for some unrelated write, and a
+subscriber following one receipt (``chit proxy``'s task, ``chit follow``) never saw it end.
 """
 
 from __future__ import annotations
@@ -113,6 +120,7 @@ class ChangeFeed:
         self._seen: OrderedDict[str, Receipt] = OrderedDict()
         self._cursor = self.current_cursor()
         self._data_version = self._read_data_version()
+        self._held_back = False  # a read stopped at the writer's floor: read again
         self._wake = anyio.Event()
 
     # --- reading the store ----------------------------------------------------------
@@ -132,6 +140,10 @@ class ChangeFeed:
     def _changed_since(self, cursor: int, limit: int) -> tuple[list[tuple[str, int]], int]:
         """Receipts changed after ``cursor`` (id, change number), and the new cursor."""
         bound = self._announced() if self._announced is not None else None
+        if bound is not None:
+            # Changes above ``bound`` may be committed already; if no announcement follows
+            # the floor's release, the watcher's next tick reads them (``watch_external``).
+            self._held_back = True
         rows = self.store.receipts.changed_since(cursor, limit + 1, upto=bound)
         return rows, max((n for _rid, n in rows), default=cursor)
 
@@ -252,7 +264,8 @@ class ChangeFeed:
         self._wake.set()
 
     async def watch_external(self, stop: anyio.Event) -> None:
-        """Pump other processes' commits while anybody is subscribed, until ``stop``."""
+        """Pump other processes' commits while anybody is subscribed, until ``stop``;
+        and what a pump left behind the writer's floor (see the module docstring)."""
         while not stop.is_set():
             if not self._subscribers:
                 self._wake = anyio.Event()
@@ -262,8 +275,9 @@ class ChangeFeed:
                 await stop.wait()
             try:
                 version = self._read_data_version()
-                if version != self._data_version:
+                if version != self._data_version or self._held_back:
                     self._data_version = version
+                    self._held_back = False
                     self.pump()
             except Exception:  # a busy or failing store: try again on the next tick
                 log.warning("change feed could not read the store", exc_info=True)
