@@ -455,7 +455,7 @@ async def _main(
                 steady_l.append(
                     await steady_engine(tmp, steady, 2.0, 5.0, f"steady-l-{r}", thread=False)
                 )
-        for gen in ("legacy", "2026"):
+        for gen in ("legacy", "2026") if notify else ():  # --notify 0: no phase to wait on
             if loop_first:
                 notes_l[gen].append(
                     await notifications(
@@ -532,6 +532,19 @@ async def _main(
     print(
         _row("creating tasks (s), run 1", f"{engines[0].create_s:.1f}", f"{bares[0].create_s:.1f}")
     )
+    if notify:
+        _print_notifications(notify, runs, compare, notes, notes_l)
+    print(f"after: {load()}")
+
+
+def _print_notifications(
+    notify: int,
+    runs: int,
+    compare: bool,
+    notes: dict[str, list[Run]],
+    notes_l: dict[str, list[Run]],
+) -> None:
+    """The notification → store table (phase 3), per run and generation."""
     print(f"\nnotification -> store, {notify} tasks (ms): p50 / p99 / max (goal: p99 < 100)")
     print(_row("", "2025 (pushed)", "2026 (subscribed)"))
     for r in range(runs):
@@ -565,7 +578,6 @@ async def _main(
     print(_row("  full GCs per run (longest ms)", *cells))
     cells = [" / ".join(f"{x.extra['dirty_mb']:.0f}" for x in notes[g]) for g in notes]
     print(_row("  dirty at start, MB (then synced)", *cells))
-    print(f"after: {load()}")
 
 
 if __name__ == "__main__":
