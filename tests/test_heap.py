@@ -16,10 +16,13 @@ from chit.home import Home
 
 @pytest.fixture
 def thawed() -> Iterator[None]:
-    """Every test starts and ends with nothing frozen (the freeze is process-wide)."""
+    """Every test starts and ends with nothing frozen and the collector's thresholds as
+    they were (both are process-wide)."""
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 class _Node:
@@ -40,6 +43,16 @@ def test_settle_freezes_what_lives_and_collects_garbage_first(thawed: None) -> N
     assert frozen == gc.get_freeze_count() > 0
     assert gone() is None  # collected, not frozen for ever
     assert not any(o is alive for o in gc.get_objects())  # out of the collector's sight
+
+
+def test_settle_raises_the_young_threshold_and_never_lowers_it(thawed: None) -> None:
+    gc.set_threshold(700, 10, 10)
+    heap.settle()
+    assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 10, 10)
+
+    gc.set_threshold(heap.YOUNG_THRESHOLD * 3, 5, 7)
+    heap.settle()
+    assert gc.get_threshold() == (heap.YOUNG_THRESHOLD * 3, 5, 7)
 
 
 def test_the_daemon_settles_before_it_serves(
