@@ -85,6 +85,21 @@ def test_redaction_is_idempotent_and_keeps_the_rest() -> None:
     assert r.text(once) == once
 
 
+def test_a_repeated_text_gets_the_same_answer_from_each_redactor() -> None:
+    # Each redactor remembers its last text (a receipt's status message, check after
+    # check): the answer is still its own, whatever came between.
+    h1, h2 = "Zx81-task-7781a9Qp", "Qq42-task-0042bbZz"
+    r1, r2 = _redactor(h1), Redactor([handle_secret(h2, "ba9876543210")])
+    both = f"one {h1} two {h2}"
+    for _ in range(3):
+        assert r1.text(both) == f"one {MARK} two {h2}"
+        assert r2.text(both) == f"one {h1} two task#ba9876543210"
+        assert r1.text("nothing here") == "nothing here"
+        assert r1.text(h1) == MARK
+    long = f"{'x' * 2000} {h1}"
+    assert r1.text(long) == r1.text(long) == f"{'x' * 2000} {MARK}"
+
+
 def test_short_values_are_left_alone() -> None:
     assert Redactor([Secret("ab1", "secret#x")]).text("ab1 ab1") == "ab1 ab1"
     assert len("abcd") == MIN_SECRET

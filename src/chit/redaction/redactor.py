@@ -17,6 +17,9 @@ FRAGMENT: Final = 8
 MIN_SECRET: Final = 4
 """Shorter values are not redacted (they would match ordinary text everywhere)."""
 
+MEMO_MAX: Final = 1000
+"""Longest text a redactor remembers its last result for (status messages are short)."""
+
 _BLOCK: Final = FRAGMENT // 2
 # Any run of FRAGMENT characters of a secret contains one whole aligned block of _BLOCK
 # characters, so "no block of the secret occurs" proves "no fragment occurs" cheaply.
@@ -140,13 +143,17 @@ class Redactor:
         secrets: the secrets; values shorter than ``MIN_SECRET`` are ignored.
     """
 
-    __slots__ = ("_by_block", "_prepared", "secrets")
+    __slots__ = ("_by_block", "_last", "_prepared", "secrets")
 
     def __init__(self, secrets: Iterable[Secret] = ()) -> None:
         unique = {s.value: s for s in secrets if len(s.value) >= MIN_SECRET}
         self.secrets: tuple[Secret, ...] = tuple(unique.values())
         self._prepared = tuple(_prepare(s) for s in self.secrets)
         self._by_block: dict[str, list[int]] | None = None
+        # The last text redacted and its result: a receipt's redactor (its handle, its
+        # server's secrets) sees the same status message check after check. A new set of
+        # secrets is a new Redactor, so the memo never outlives what it was made with.
+        self._last: tuple[str, str] | None = None
         if len(self._prepared) > 16:
             # Many secrets (the process-wide registry): find candidates by one scan of
             # the text instead of one substring search per secret.
@@ -181,6 +188,15 @@ class Redactor:
         """``text`` with every spelling of every secret (or a fragment) replaced."""
         if not text or not self._prepared:
             return text
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]
+        redacted = self._text(text)
+        if len(text) <= MEMO_MAX:
+            self._last = (text, redacted)  # one tuple, replaced whole: safe across threads
+        return redacted
+
+    def _text(self, text: str) -> str:
         decoded = decode(text)
         candidates = self._candidates(decoded.folded)
         if not candidates:
