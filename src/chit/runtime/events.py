@@ -151,6 +151,8 @@ class EventBus:
         self, before: Receipt | None, after: Receipt, changes: tuple[str, ...]
     ) -> None:
         """Publish a committed change and the typed events it implies."""
+        if not self._subscribers:
+            return  # nobody to tell: no events made (a change per check at 1,000 tasks)
         self.publish(ReceiptChanged(after, before, changes))
         for event in derive(before, after):
             self.publish(event)
