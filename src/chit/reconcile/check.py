@@ -56,10 +56,18 @@ class ReceiptCheck:
     _ended: dict[str, Hint]
 
     async def check(
-        self, receipt_id: str, source: ObservationSource = ObservationSource.POLL
+        self,
+        receipt_id: str,
+        source: ObservationSource = ObservationSource.POLL,
+        *,
+        version: int | None = None,
     ) -> Receipt | None:
-        """Ask the server about one receipt and record what it said (or why it could not)."""
-        receipt = self._read(receipt_id)
+        """Ask the server about one receipt and record what it said (or why it could not).
+
+        ``version``: the receipt's stored version as the caller read it just now (``kick``
+        reads those of many receipts in one query); None: read here.
+        """
+        receipt = self._read(receipt_id, version)
         if receipt is None or receipt.protocol is TaskProtocol.SYNC:
             return receipt
         if receipt.is_terminal and not needs_result(receipt):
@@ -128,18 +136,23 @@ class ReceiptCheck:
             self.inbox.ensure_watch(after, task_id)
         return after
 
-    def _read(self, receipt_id: str) -> Receipt | None:
+    def _read(self, receipt_id: str, version: int | None = None) -> Receipt | None:
         """The receipt as stored: the copy in hand when its version is still current.
 
         Saves parsing the JSON document on every check; any other writer (an answer, a
         cancel, another process) bumps the version and the row is read again.
+        ``version``, when given, is the stored one as read just before (``kick``).
         """
         known = self._known.get(receipt_id)
         if known is not None:
-            row = fetch_one(
-                self.store.db, "SELECT version FROM receipts WHERE receipt_id = ?", [receipt_id]
-            )
-            if row is not None and int(row[0]) == known.version:
+            if version is None:
+                row = fetch_one(
+                    self.store.db,
+                    "SELECT version FROM receipts WHERE receipt_id = ?",
+                    [receipt_id],
+                )
+                version = int(row[0]) if row is not None else None
+            if version == known.version:
                 return known
         return self.store.receipts.get(receipt_id)
 

@@ -160,6 +160,7 @@ class Reconciler(HintRouting, ReceiptCheck):
 
     def kick(self, receipt_ids: Iterable[str], source: ObservationSource) -> None:
         """Start checks for ``receipt_ids`` in the background (coalescing repeats)."""
+        starting = []
         for rid in receipt_ids:
             if source is ObservationSource.POLL and self._is_held(rid):
                 continue
@@ -172,7 +173,14 @@ class Reconciler(HintRouting, ReceiptCheck):
             if not self._inflight:
                 self._settled = anyio.Event()
             self._inflight.add(rid)
-            self._tg.start_soon(self._check_loop, rid, source)
+            starting.append(rid)
+        # The stored versions of the copies in hand, for all of them in one query rather
+        # than one per check (``ReceiptCheck._read``): read now, each check starts at the
+        # loop's next turn, as a check that read it itself would have.
+        in_hand = [rid for rid in starting if rid in self._known]
+        versions = self.store.receipts.versions(in_hand) if len(in_hand) > 1 else {}
+        for rid in starting:
+            self._tg.start_soon(self._check_loop, rid, source, versions.get(rid))
 
     async def run(self, stop: anyio.Event, *, keep_going: Any = None) -> None:
         """Reconcile until ``stop`` is set (or ``keep_going()`` returns False)."""
@@ -303,10 +311,10 @@ class Reconciler(HintRouting, ReceiptCheck):
 
     # --- checks in the background ---------------------------------------------------------
 
-    async def _check_loop(self, rid: str, source: ObservationSource) -> None:
+    async def _check_loop(self, rid: str, source: ObservationSource, version: int | None) -> None:
         self._pulled.pop(rid, None)  # this check is the one the hint asked for
         try:
-            await self._guarded(rid, source)
+            await self._guarded(rid, source, version)
             while rid in self._again:
                 self._again.discard(rid)
                 await self._guarded(rid, ObservationSource.NOTIFICATION)
@@ -315,9 +323,11 @@ class Reconciler(HintRouting, ReceiptCheck):
             if not self._inflight:
                 self._settled.set()
 
-    async def _guarded(self, rid: str, source: ObservationSource) -> None:
+    async def _guarded(
+        self, rid: str, source: ObservationSource, version: int | None = None
+    ) -> None:
         try:
-            await self.check(rid, source)
+            await self.check(rid, source, version=version)
         except Exception:
             # One bad receipt (or a store hiccup) must never kill the reconciler. Nothing
             # was written, so the receipt is still due: hold its polls back (in memory,

@@ -9,6 +9,7 @@ number (0010), so a scan reads what it returns. A mixin of
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from datetime import datetime
 
 import sqlite_utils
@@ -131,6 +132,21 @@ class ReceiptSchedule:
         with snapshot(self._db):
             rows = fetch_all(self._db, f"{READ} WHERE active = 1 ORDER BY next_check_at")
         return parse(rows)
+
+    def versions(self, receipt_ids: Sequence[str]) -> dict[str, int]:
+        """The stored version of each of ``receipt_ids`` (absent ones left out), in one
+        query per 500: what the reconciler checks its copies in hand against."""
+        found: dict[str, int] = {}
+        for at in range(0, len(receipt_ids), 500):
+            chunk = receipt_ids[at : at + 500]
+            rows = fetch_all(
+                self._db,
+                "SELECT receipt_id, version FROM receipts WHERE receipt_id IN"
+                f" ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            found.update((str(r[0]), int(r[1])) for r in rows)
+        return found
 
     def change_cursor(self) -> int:
         """The newest change number (0 for an empty store): see migration 0007."""
