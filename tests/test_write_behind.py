@@ -9,18 +9,21 @@ every 36 s, so the polls between are unchanged).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from chit.clock import ManualClock
 from chit.demo.server import build_demo_server
 from chit.receipts import LifecycleState, Receipt, StatusObserved
-from chit.reconcile.behind import WRITE_BEHIND_S
+from chit.reconcile import writer as writer_module
+from chit.reconcile.behind import WRITE_BEHIND_S, Behind
 from chit.reconcile.writer import BATCH_WINDOW_S
 from chit.runtime import Supervisor
 from chit.store import Store
@@ -191,6 +194,45 @@ async def test_stopping_writes_what_was_held(tmp_path: Path) -> None:
         assert stored.status_at == in_hand.status_at
         assert stored.next_check_at == in_hand.next_check_at
         assert stored.stale_after == in_hand.stale_after
+        assert stored.version == in_hand.version + 1
+
+
+async def test_closing_the_writer_waits_for_a_flush_in_its_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reconciler's tick starts a flush in a task of its own; the writer's close must
+    # not close the worker connection under the chunk it is writing (a SIGSEGV in
+    # sqlite3_changes64 in the benchmark: the UPDATE's step ended on a closed handle).
+    async with reconciling(tmp_path) as run:
+        sup, rid = run.sup, run.rid
+        in_hand = await run.held()
+        started, go = threading.Event(), threading.Event()
+        write_chunk = writer_module.write_chunk
+
+        def gated(entries: Sequence[Behind], store: Store) -> list[Receipt | None]:
+            started.set()
+            go.wait(30)
+            return write_chunk(entries, store)
+
+        monkeypatch.setattr(writer_module, "write_chunk", gated)
+        closed = anyio.Event()
+
+        async def close() -> None:
+            await sup.writer.aclose()
+            closed.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sup.writer.flush_behind)  # as the tick does
+            await anyio.to_thread.run_sync(started.wait)
+            tg.start_soon(close)
+            try:
+                await anyio.wait_all_tasks_blocked()
+                assert not closed.is_set()  # still writing: the close waits
+            finally:
+                go.set()
+        assert sup.writer.batch_store is None and not sup.writer.behind.pending
+        stored = _elsewhere(sup, rid)
+        assert stored.status_at == in_hand.status_at
         assert stored.version == in_hand.version + 1
 
 

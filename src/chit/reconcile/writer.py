@@ -92,6 +92,7 @@ class ReceiptWriter:
         self._queue: list[PendingWrite] = []
         self._leading = False
         self._drained: anyio.Event | None = None  # set when the leader ends (``aclose``)
+        self._flush_ended: anyio.Event | None = None  # set when a flush_behind ends
         self._floors: dict[int, int] = {}  # see ``announced_through`` (one per commit)
         self._floor_ids = 0
         self._limiter: anyio.CapacityLimiter | None = None
@@ -163,7 +164,10 @@ class ReceiptWriter:
                 await self._drained.wait()
         batch_store, self.batch_store = self.batch_store, None
         if batch_store is not None:
-            batch_store.close()
+            # Taken like every use of it in the thread: nothing still runs on it there.
+            with anyio.CancelScope(shield=True):
+                async with self._thread_limiter():
+                    batch_store.close()
 
     async def wait_change(self, receipt_id: str) -> None:
         """Wait for the next change of ``receipt_id`` committed through this writer."""
@@ -305,14 +309,21 @@ class ReceiptWriter:
         return held
 
     async def flush_behind(self) -> None:
-        """Write every check held in memory, a chunk per transaction (see ``behind.py``).
+        """Write every check held in memory, a chunk per transaction (see ``behind.py``);
+        while another task's flush runs, wait for it first.
 
         A failed chunk loses only freshness: logged, and its receipts look older until
         their next check. Followers hear each receipt written (its new version).
         """
         behind = self.behind
-        if behind.flushing:
-            return
+        while behind.flushing:
+            # Another task's flush (the reconciler's tick): wait for it, then write what
+            # is left. Returning at once let ``aclose`` close the worker connection
+            # under the chunk that flush was writing in the thread (a SIGSEGV in
+            # sqlite3_changes64: the UPDATE ended on a closed handle).
+            if self._flush_ended is None:
+                self._flush_ended = anyio.Event()
+            await self._flush_ended.wait()
         behind.flushing = True
         try:
             with anyio.CancelScope(shield=True):
@@ -320,6 +331,9 @@ class ReceiptWriter:
                     await self._flush_chunk(behind.chunk())
         finally:
             behind.flushing = False
+            ended, self._flush_ended = self._flush_ended, None
+            if ended is not None:
+                ended.set()
 
     async def _flush_chunk(self, entries: list[Behind]) -> None:
         batch_store = self.batch_store
