@@ -17,7 +17,7 @@ from chit.demo.server import build_demo_server
 from chit.home import Home
 from chit.receipts import CancelPosture, CancelRequested, ObservationSource, Receipt
 from chit.reconcile.writer import ReceiptWriter
-from chit.store import Store
+from chit.store import Store, StoreError
 from chit.tasks.client import InProcessServer
 from tests.engine_support import fast_options, supervisor
 
@@ -77,3 +77,25 @@ async def test_the_next_check_sees_another_writers_change(
         assert seen[rids[0]].cancel.posture is CancelPosture.REQUESTED
         for rid in rids[1:]:
             assert seen[rid] is in_hand[rid]  # nobody else wrote: the copy in hand
+
+
+async def test_checks_kicked_together_still_run_when_the_versions_cannot_be_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = InProcessServer(build_demo_server(tmp_path / "tasks.db"))
+    async with supervisor(tmp_path / "home", {"demo": spec}, fast_options("2026")) as sup:
+        rec = sup.reconciler
+        rids = []
+        for i in range(3):
+            made = await sup.call("demo", "slow_compute", {"seconds": 3600, "label": f"{i}"})
+            rids.append(made.receipt_id)
+            await rec.check(made.receipt_id)
+
+        def broken(ids: list[str]) -> dict[str, int]:
+            raise StoreError("database is locked")
+
+        monkeypatch.setattr(sup.store.receipts, "versions", broken)
+        before = rec.checks
+        rec.kick(rids, ObservationSource.POLL)  # does not raise: each check reads its own
+        await rec.idle()
+        assert rec.checks == before + 3
